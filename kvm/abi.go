@@ -1,0 +1,339 @@
+// Package kvm is govmm's typed binding to Linux's /dev/kvm for x86-64.
+//
+// The structs here mirror <linux/kvm.h> and <asm/kvm.h> byte for byte (their
+// sizes and offsets are checked against the installed headers by
+// TestABILayout); all unsafe code lives in the *_unsafe.go files. The binding
+// does no policy: in particular Run returns EINTR to its caller instead of
+// retrying, because an interrupted KVM_RUN is how a kick arrives.
+package kvm
+
+// KVM API version this binding speaks.
+const APIVersion = 12
+
+// Exit reasons (kvm_run.exit_reason).
+const (
+	ExitUnknown       = 0
+	ExitException     = 1
+	ExitIO            = 2
+	ExitHypercall     = 3
+	ExitDebug         = 4
+	ExitHLT           = 5
+	ExitMMIO          = 6
+	ExitIRQWindowOpen = 7
+	ExitShutdown      = 8
+	ExitFailEntry     = 9
+	ExitIntr          = 10
+	ExitSetTPR        = 11
+	ExitNMI           = 16
+	ExitInternalError = 17
+	ExitSystemEvent   = 24
+	ExitX86RDMSR      = 29
+	ExitX86WRMSR      = 30
+)
+
+// I/O directions of ExitIO.
+const (
+	IOIn  = 0
+	IOOut = 1
+)
+
+// Internal-error sub-reasons and the emulation-failure flag.
+const (
+	InternalErrorEmulation = 1
+	EmulationFlagInsnBytes = 1 << 0
+)
+
+// Capabilities govmm relies on.
+const (
+	CapIRQChip           = 0
+	CapUserMemory        = 3
+	CapSetTSSAddr        = 4
+	CapNRVCPUs           = 9
+	CapMaxVCPUs          = 66
+	CapSyncRegs          = 74
+	CapImmediateExit     = 136
+	CapMaxVCPUID         = 128
+	CapX86UserSpaceMSR   = 188
+	CapX86MSRFilter      = 189
+	CapBinaryStatsFD     = 203
+	CapGetTSCKHz         = 61
+	CapVCPUEvents        = 41
+	CapInternalErrorData = 197
+)
+
+// KVM_CAP_X86_USER_SPACE_MSR reasons and KVM_X86_SET_MSR_FILTER flags.
+const (
+	MSRExitReasonInval   = 1 << 0
+	MSRExitReasonUnknown = 1 << 1
+	MSRExitReasonFilter  = 1 << 2
+
+	MSRFilterDefaultAllow = 0
+	MSRFilterDefaultDeny  = 1
+	MSRFilterRead         = 1 << 0
+	MSRFilterWrite        = 1 << 1
+	MSRFilterMaxRanges    = 16
+)
+
+// Sync-regs bits (kvm_run.kvm_valid_regs / kvm_dirty_regs).
+const (
+	SyncRegsGPR    = 1 << 0
+	SyncRegsSregs  = 1 << 1
+	SyncRegsEvents = 1 << 2
+	SyncRegsAll    = SyncRegsGPR | SyncRegsSregs | SyncRegsEvents
+)
+
+// kvm_vcpu_events.flags.
+const (
+	VCPUEventValidNMIPending = 1 << 0
+	VCPUEventValidSIPIVector = 1 << 1
+	VCPUEventValidShadow     = 1 << 2
+)
+
+// MP states (KVM_GET/SET_MP_STATE).
+const (
+	MPStateRunnable      = 0
+	MPStateUninitialized = 1
+	MPStateInitReceived  = 2
+	MPStateHalted        = 3
+	MPStateSIPIReceived  = 4
+)
+
+// Regs is struct kvm_regs.
+type Regs struct {
+	RAX, RBX, RCX, RDX, RSI, RDI, RSP, RBP uint64
+	R8, R9, R10, R11, R12, R13, R14, R15  uint64
+	RIP, RFLAGS                           uint64
+}
+
+// Segment is struct kvm_segment.
+type Segment struct {
+	Base     uint64
+	Limit    uint32
+	Selector uint16
+	Type     uint8
+	Present  uint8
+	DPL      uint8
+	DB       uint8
+	S        uint8
+	L        uint8
+	G        uint8
+	AVL      uint8
+	Unusable uint8
+	_        uint8
+}
+
+// DTable is struct kvm_dtable.
+type DTable struct {
+	Base  uint64
+	Limit uint16
+	_     [3]uint16
+}
+
+// Sregs is struct kvm_sregs.
+type Sregs struct {
+	CS, DS, ES, FS, GS, SS Segment
+	TR, LDT                Segment
+	GDT, IDT               DTable
+	CR0, CR2, CR3, CR4, CR8 uint64
+	EFER                    uint64
+	APICBase                uint64
+	InterruptBitmap         [4]uint64
+}
+
+// VCPUEvents is struct kvm_vcpu_events.
+type VCPUEvents struct {
+	Exception struct {
+		Injected     uint8
+		Nr           uint8
+		HasErrorCode uint8
+		Pending      uint8
+		ErrorCode    uint32
+	}
+	Interrupt struct {
+		Injected uint8
+		Nr       uint8
+		Soft     uint8
+		Shadow   uint8
+	}
+	NMI struct {
+		Injected uint8
+		Pending  uint8
+		Masked   uint8
+		_        uint8
+	}
+	SIPIVector uint32
+	Flags      uint32
+	SMI        struct {
+		SMM          uint8
+		Pending      uint8
+		SMMInsideNMI uint8
+		LatchedInit  uint8
+	}
+	TripleFault struct {
+		Pending uint8
+	}
+	_                    [26]uint8
+	ExceptionHasPayload  uint8
+	ExceptionPayload     uint64
+}
+
+// SyncRegs is struct kvm_sync_regs: the register state KVM stores in kvm_run
+// on every exit when KVM_CAP_SYNC_REGS is in use.
+type SyncRegs struct {
+	Regs   Regs
+	Sregs  Sregs
+	Events VCPUEvents
+}
+
+// CPUIDEntry is struct kvm_cpuid_entry2.
+type CPUIDEntry struct {
+	Function uint32
+	Index    uint32
+	Flags    uint32
+	EAX      uint32
+	EBX      uint32
+	ECX      uint32
+	EDX      uint32
+	_        [3]uint32
+}
+
+// CPUID entry flag: the leaf's value depends on Index.
+const CPUIDFlagSignificantIndex = 1 << 0
+
+// UserspaceMemoryRegion is struct kvm_userspace_memory_region.
+type UserspaceMemoryRegion struct {
+	Slot          uint32
+	Flags         uint32
+	GuestPhysAddr uint64
+	MemorySize    uint64
+	UserspaceAddr uint64
+}
+
+// EnableCap is struct kvm_enable_cap.
+type EnableCap struct {
+	Cap   uint32
+	Flags uint32
+	Args  [4]uint64
+	_     [64]uint8
+}
+
+// MSRFilterRange is struct kvm_msr_filter_range.
+type MSRFilterRange struct {
+	Flags  uint32
+	NMSRs  uint32
+	Base   uint32
+	_      uint32
+	Bitmap uintptr // *u8
+}
+
+// MSRFilter is struct kvm_msr_filter.
+type MSRFilter struct {
+	Flags  uint32
+	_      uint32
+	Ranges [MSRFilterMaxRanges]MSRFilterRange
+}
+
+// Interrupt is struct kvm_interrupt.
+type Interrupt struct {
+	IRQ uint32
+}
+
+// MPState is struct kvm_mp_state.
+type MPState struct {
+	State uint32
+}
+
+// StatsHeader is struct kvm_stats_header.
+type StatsHeader struct {
+	Flags      uint32
+	NameSize   uint32
+	NumDesc    uint32
+	IDOffset   uint32
+	DescOffset uint32
+	DataOffset uint32
+}
+
+// statsDescFixed is the fixed part of struct kvm_stats_desc (the name follows).
+type statsDescFixed struct {
+	Flags      uint32
+	Exponent   int16
+	Size       uint16
+	Offset     uint32
+	BucketSize uint32
+}
+
+// Run is the fixed head of struct kvm_run, the page shared with KVM for each
+// vCPU. The exit-specific union is Exit; use the typed accessors on VCPU.
+type Run struct {
+	RequestInterruptWindow     uint8
+	ImmediateExit              uint8
+	_                          [6]uint8
+	ExitReason                 uint32
+	ReadyForInterruptInjection uint8
+	IFFlag                     uint8
+	Flags                      uint16
+	CR8                        uint64
+	APICBase                   uint64
+	Exit                       [256]byte
+	ValidRegs                  uint64
+	DirtyRegs                  uint64
+	Sync                       SyncRegs
+	_                          [2048 - syncRegsSize]byte
+}
+
+const syncRegsSize = 144 + 312 + 64
+
+// IOExit is the io member of the kvm_run exit union.
+type IOExit struct {
+	Direction  uint8
+	Size       uint8
+	Port       uint16
+	Count      uint32
+	DataOffset uint64
+}
+
+// MMIOExit is the mmio member of the kvm_run exit union.
+type MMIOExit struct {
+	PhysAddr uint64
+	Data     [8]byte
+	Len      uint32
+	IsWrite  uint8
+}
+
+// MSRExit is the msr member of the kvm_run exit union (RDMSR/WRMSR exits).
+type MSRExit struct {
+	Error  uint8
+	_      [7]uint8
+	Reason uint32
+	Index  uint32
+	Data   uint64
+}
+
+// InternalExit is the internal / emulation_failure member of the union.
+type InternalExit struct {
+	Suberror uint32
+	NData    uint32
+	Data     [16]uint64
+}
+
+// EmulationFailure is the emulation_failure overlay of InternalExit.
+type EmulationFailure struct {
+	Suberror  uint32
+	NData     uint32
+	Flags     uint64
+	InsnSize  uint8
+	InsnBytes [15]uint8
+}
+
+// SystemEventExit is the system_event member of the union.
+type SystemEventExit struct {
+	Type  uint32
+	NData uint32
+	Data  [16]uint64
+}
+
+// FailEntryExit is the fail_entry member of the union.
+type FailEntryExit struct {
+	HardwareEntryFailureReason uint64
+	CPU                        uint32
+}

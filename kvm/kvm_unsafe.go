@@ -1,0 +1,368 @@
+package kvm
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ioctl issues one ioctl. It never retries: EINTR reaches the caller.
+func ioctl(fd int, req, arg uintptr) (uintptr, error) {
+	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, arg)
+	if e != 0 {
+		return r, e
+	}
+	return r, nil
+}
+
+// ioctlPtr is ioctl with a pointer argument kept alive across the call.
+func ioctlPtr[T any](fd int, req uintptr, p *T) error {
+	_, err := ioctl(fd, req, uintptr(unsafe.Pointer(p)))
+	runtime.KeepAlive(p)
+	return err
+}
+
+// System is an open /dev/kvm.
+type System struct {
+	fd       int
+	mmapSize int
+}
+
+// ErrNoKVM wraps every failure to open or use /dev/kvm at start-up.
+var ErrNoKVM = errors.New("kvm unavailable")
+
+// Open opens /dev/kvm and checks the API version.
+func Open(path string) (*System, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cannot open %s: %v", ErrNoKVM, path, err)
+	}
+	v, err := ioctl(fd, kvmGetAPIVersion, 0)
+	if err != nil || v != APIVersion {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: %s speaks KVM API %d, want %d (%v)", ErrNoKVM, path, v, APIVersion, err)
+	}
+	sz, err := ioctl(fd, kvmGetVCPUMmapSize, 0)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: KVM_GET_VCPU_MMAP_SIZE: %v", ErrNoKVM, err)
+	}
+	return &System{fd: fd, mmapSize: int(sz)}, nil
+}
+
+// Close closes /dev/kvm.
+func (s *System) Close() error { return unix.Close(s.fd) }
+
+// CheckExtension returns KVM_CHECK_EXTENSION for cap (0: absent).
+func (s *System) CheckExtension(cap int) int {
+	r, err := ioctl(s.fd, kvmCheckExtension, uintptr(cap))
+	if err != nil {
+		return 0
+	}
+	return int(r)
+}
+
+// SupportedCPUID returns KVM_GET_SUPPORTED_CPUID.
+func (s *System) SupportedCPUID() ([]CPUIDEntry, error) {
+	for n := 64; n <= 4096; n *= 2 {
+		buf := make([]byte, 8+n*int(unsafe.Sizeof(CPUIDEntry{})))
+		*(*uint32)(unsafe.Pointer(&buf[0])) = uint32(n)
+		_, err := ioctl(s.fd, kvmGetSupportedCPUID, uintptr(unsafe.Pointer(&buf[0])))
+		runtime.KeepAlive(buf)
+		if err == unix.E2BIG {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("KVM_GET_SUPPORTED_CPUID: %w", err)
+		}
+		got := int(*(*uint32)(unsafe.Pointer(&buf[0])))
+		out := make([]CPUIDEntry, got)
+		copy(out, unsafe.Slice((*CPUIDEntry)(unsafe.Pointer(&buf[8])), got))
+		return out, nil
+	}
+	return nil, errors.New("KVM_GET_SUPPORTED_CPUID: too many entries")
+}
+
+// CreateVM creates a VM (machine type 0).
+func (s *System) CreateVM() (*VM, error) {
+	fd, err := ioctl(s.fd, kvmCreateVM, 0)
+	if err != nil {
+		return nil, fmt.Errorf("KVM_CREATE_VM: %w", err)
+	}
+	return &VM{fd: int(fd), sys: s}, nil
+}
+
+// VM is one KVM virtual machine.
+type VM struct {
+	fd  int
+	sys *System
+}
+
+// FD returns the VM file descriptor.
+func (vm *VM) FD() int { return vm.fd }
+
+// Close closes the VM fd.
+func (vm *VM) Close() error { return unix.Close(vm.fd) }
+
+// CheckExtension is KVM_CHECK_EXTENSION on the VM.
+func (vm *VM) CheckExtension(cap int) int {
+	r, err := ioctl(vm.fd, kvmCheckExtension, uintptr(cap))
+	if err != nil {
+		return 0
+	}
+	return int(r)
+}
+
+// SetUserMemoryRegion maps host memory into the guest.
+func (vm *VM) SetUserMemoryRegion(slot uint32, gpa uint64, mem []byte) error {
+	r := UserspaceMemoryRegion{Slot: slot, GuestPhysAddr: gpa, MemorySize: uint64(len(mem)),
+		UserspaceAddr: uint64(uintptr(unsafe.Pointer(&mem[0])))}
+	if err := ioctlPtr(vm.fd, kvmSetUserMemoryRegion, &r); err != nil {
+		return fmt.Errorf("KVM_SET_USER_MEMORY_REGION slot %d: %w", slot, err)
+	}
+	return nil
+}
+
+// SetTSSAddr places the three-page TSS region Intel's real-mode emulation needs.
+func (vm *VM) SetTSSAddr(addr uint64) error {
+	if _, err := ioctl(vm.fd, kvmSetTSSAddr, uintptr(addr)); err != nil {
+		return fmt.Errorf("KVM_SET_TSS_ADDR: %w", err)
+	}
+	return nil
+}
+
+// SetIdentityMapAddr places the one-page identity map Intel's real mode needs.
+func (vm *VM) SetIdentityMapAddr(addr uint64) error {
+	if err := ioctlPtr(vm.fd, kvmSetIdentityMapAddr, &addr); err != nil {
+		return fmt.Errorf("KVM_SET_IDENTITY_MAP_ADDR: %w", err)
+	}
+	return nil
+}
+
+// EnableCap is KVM_ENABLE_CAP on the VM.
+func (vm *VM) EnableCap(cap uint32, args ...uint64) error {
+	c := EnableCap{Cap: cap}
+	copy(c.Args[:], args)
+	if err := ioctlPtr(vm.fd, kvmEnableCap, &c); err != nil {
+		return fmt.Errorf("KVM_ENABLE_CAP %d: %w", cap, err)
+	}
+	return nil
+}
+
+// MSRRange is one range of an MSR filter: the MSRs Base..Base+len(Allow)-1,
+// each allowed (true) or denied, i.e. sent to user space (false).
+type MSRRange struct {
+	Base  uint32
+	Allow []bool
+	Read  bool
+	Write bool
+}
+
+// SetMSRFilter installs KVM_X86_SET_MSR_FILTER with default-allow and the given
+// ranges. Denied MSRs exit to user space with reason MSRExitReasonFilter once
+// KVM_CAP_X86_USER_SPACE_MSR includes it.
+func (vm *VM) SetMSRFilter(ranges []MSRRange) error {
+	if len(ranges) > MSRFilterMaxRanges {
+		return fmt.Errorf("KVM_X86_SET_MSR_FILTER: %d ranges, at most %d", len(ranges), MSRFilterMaxRanges)
+	}
+	var f MSRFilter
+	f.Flags = MSRFilterDefaultAllow
+	bitmaps := make([][]byte, len(ranges))
+	for i, r := range ranges {
+		bm := make([]byte, (len(r.Allow)+7)/8)
+		for j, a := range r.Allow {
+			if a {
+				bm[j/8] |= 1 << (j % 8)
+			}
+		}
+		bitmaps[i] = bm
+		var fl uint32
+		if r.Read {
+			fl |= MSRFilterRead
+		}
+		if r.Write {
+			fl |= MSRFilterWrite
+		}
+		f.Ranges[i] = MSRFilterRange{Flags: fl, NMSRs: uint32(len(r.Allow)), Base: r.Base,
+			Bitmap: uintptr(unsafe.Pointer(&bm[0]))}
+	}
+	err := ioctlPtr(vm.fd, kvmX86SetMSRFilter, &f)
+	runtime.KeepAlive(bitmaps)
+	if err != nil {
+		return fmt.Errorf("KVM_X86_SET_MSR_FILTER: %w", err)
+	}
+	return nil
+}
+
+// StatsFD opens the VM's binary stats file (KVM_GET_STATS_FD).
+func (vm *VM) StatsFD() (*Stats, error) { return openStats(vm.fd) }
+
+// CreateVCPU creates vCPU id and maps its kvm_run page.
+func (vm *VM) CreateVCPU(id int) (*VCPU, error) {
+	fd, err := ioctl(vm.fd, kvmCreateVCPU, uintptr(id))
+	if err != nil {
+		return nil, fmt.Errorf("KVM_CREATE_VCPU %d: %w", id, err)
+	}
+	mem, err := unix.Mmap(int(fd), 0, vm.sys.mmapSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(int(fd))
+		return nil, fmt.Errorf("mmap kvm_run of vCPU %d: %w", id, err)
+	}
+	return &VCPU{fd: int(fd), id: id, mem: mem, run: (*Run)(unsafe.Pointer(&mem[0]))}, nil
+}
+
+// VCPU is one virtual CPU. Run and the register calls must come from the
+// thread that owns it; Kick (immediate_exit) may come from any thread.
+type VCPU struct {
+	fd  int
+	id  int
+	mem []byte
+	run *Run
+}
+
+// ID returns the vCPU index.
+func (c *VCPU) ID() int { return c.id }
+
+// FD returns the vCPU fd.
+func (c *VCPU) FD() int { return c.fd }
+
+// Close unmaps kvm_run and closes the fd.
+func (c *VCPU) Close() error {
+	unix.Munmap(c.mem)
+	return unix.Close(c.fd)
+}
+
+// RunData is the shared kvm_run page.
+func (c *VCPU) RunData() *Run { return c.run }
+
+// Run enters the guest once (KVM_RUN). EINTR is returned as is.
+func (c *VCPU) Run() error {
+	_, err := ioctl(c.fd, kvmRun, 0)
+	return err
+}
+
+// IO returns the io exit and its data bytes (inside kvm_run).
+func (c *VCPU) IO() (*IOExit, []byte) {
+	e := (*IOExit)(unsafe.Pointer(&c.run.Exit[0]))
+	n := int(e.Size) * int(e.Count)
+	off := int(e.DataOffset)
+	if off < 0 || off+n > len(c.mem) {
+		return e, nil
+	}
+	return e, c.mem[off : off+n]
+}
+
+// MMIO returns the mmio exit.
+func (c *VCPU) MMIO() *MMIOExit { return (*MMIOExit)(unsafe.Pointer(&c.run.Exit[0])) }
+
+// MSR returns the rdmsr/wrmsr exit.
+func (c *VCPU) MSR() *MSRExit { return (*MSRExit)(unsafe.Pointer(&c.run.Exit[0])) }
+
+// Internal returns the internal-error exit.
+func (c *VCPU) Internal() *InternalExit { return (*InternalExit)(unsafe.Pointer(&c.run.Exit[0])) }
+
+// EmulationFailure returns the emulation-failure overlay of the internal exit.
+func (c *VCPU) EmulationFailure() *EmulationFailure {
+	return (*EmulationFailure)(unsafe.Pointer(&c.run.Exit[0]))
+}
+
+// SystemEvent returns the system-event exit.
+func (c *VCPU) SystemEvent() *SystemEventExit {
+	return (*SystemEventExit)(unsafe.Pointer(&c.run.Exit[0]))
+}
+
+// FailEntry returns the fail-entry exit.
+func (c *VCPU) FailEntry() *FailEntryExit { return (*FailEntryExit)(unsafe.Pointer(&c.run.Exit[0])) }
+
+// Regs is KVM_GET_REGS.
+func (c *VCPU) Regs() (Regs, error) {
+	var r Regs
+	return r, wrap("KVM_GET_REGS", ioctlPtr(c.fd, kvmGetRegs, &r))
+}
+
+// SetRegs is KVM_SET_REGS.
+func (c *VCPU) SetRegs(r Regs) error { return wrap("KVM_SET_REGS", ioctlPtr(c.fd, kvmSetRegs, &r)) }
+
+// Sregs is KVM_GET_SREGS.
+func (c *VCPU) Sregs() (Sregs, error) {
+	var s Sregs
+	return s, wrap("KVM_GET_SREGS", ioctlPtr(c.fd, kvmGetSregs, &s))
+}
+
+// SetSregs is KVM_SET_SREGS.
+func (c *VCPU) SetSregs(s Sregs) error {
+	return wrap("KVM_SET_SREGS", ioctlPtr(c.fd, kvmSetSregs, &s))
+}
+
+// Events is KVM_GET_VCPU_EVENTS.
+func (c *VCPU) Events() (VCPUEvents, error) {
+	var e VCPUEvents
+	return e, wrap("KVM_GET_VCPU_EVENTS", ioctlPtr(c.fd, kvmGetVCPUEvents, &e))
+}
+
+// SetEvents is KVM_SET_VCPU_EVENTS.
+func (c *VCPU) SetEvents(e VCPUEvents) error {
+	return wrap("KVM_SET_VCPU_EVENTS", ioctlPtr(c.fd, kvmSetVCPUEvents, &e))
+}
+
+// SetCPUID is KVM_SET_CPUID2.
+func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
+	sz := int(unsafe.Sizeof(CPUIDEntry{}))
+	buf := make([]byte, 8+len(entries)*sz)
+	*(*uint32)(unsafe.Pointer(&buf[0])) = uint32(len(entries))
+	copy(unsafe.Slice((*CPUIDEntry)(unsafe.Pointer(&buf[8])), len(entries)), entries)
+	_, err := ioctl(c.fd, kvmSetCPUID2, uintptr(unsafe.Pointer(&buf[0])))
+	runtime.KeepAlive(buf)
+	return wrap("KVM_SET_CPUID2", err)
+}
+
+// Interrupt queues an external interrupt vector (KVM_INTERRUPT); only valid
+// when kvm_run says ready_for_interrupt_injection.
+func (c *VCPU) Interrupt(vector uint8) error {
+	i := Interrupt{IRQ: uint32(vector)}
+	return wrap("KVM_INTERRUPT", ioctlPtr(c.fd, kvmInterrupt, &i))
+}
+
+// NMI queues a non-maskable interrupt (KVM_NMI).
+func (c *VCPU) NMI() error {
+	_, err := ioctl(c.fd, kvmNMI, 0)
+	return wrap("KVM_NMI", err)
+}
+
+// MPState is KVM_GET_MP_STATE.
+func (c *VCPU) MPState() (uint32, error) {
+	var s MPState
+	err := ioctlPtr(c.fd, kvmGetMPState, &s)
+	return s.State, wrap("KVM_GET_MP_STATE", err)
+}
+
+// TSCKHz is KVM_GET_TSC_KHZ.
+func (c *VCPU) TSCKHz() (uint32, error) {
+	r, err := ioctl(c.fd, kvmGetTSCKHz, 0)
+	return uint32(r), wrap("KVM_GET_TSC_KHZ", err)
+}
+
+// StatsFD opens the vCPU's binary stats file.
+func (c *VCPU) StatsFD() (*Stats, error) { return openStats(c.fd) }
+
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// readStruct decodes a fixed-size struct from b at off.
+func readStruct[T any](b []byte, off int) (T, bool) {
+	var v T
+	n := int(unsafe.Sizeof(v))
+	if off < 0 || off+n > len(b) {
+		return v, false
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&v)), n), b[off:off+n])
+	return v, true
+}
+
