@@ -101,8 +101,8 @@ const (
 // Regs is struct kvm_regs.
 type Regs struct {
 	RAX, RBX, RCX, RDX, RSI, RDI, RSP, RBP uint64
-	R8, R9, R10, R11, R12, R13, R14, R15  uint64
-	RIP, RFLAGS                           uint64
+	R8, R9, R10, R11, R12, R13, R14, R15   uint64
+	RIP, RFLAGS                            uint64
 }
 
 // Segment is struct kvm_segment.
@@ -131,9 +131,9 @@ type DTable struct {
 
 // Sregs is struct kvm_sregs.
 type Sregs struct {
-	CS, DS, ES, FS, GS, SS Segment
-	TR, LDT                Segment
-	GDT, IDT               DTable
+	CS, DS, ES, FS, GS, SS  Segment
+	TR, LDT                 Segment
+	GDT, IDT                DTable
 	CR0, CR2, CR3, CR4, CR8 uint64
 	EFER                    uint64
 	APICBase                uint64
@@ -172,9 +172,9 @@ type VCPUEvents struct {
 	TripleFault struct {
 		Pending uint8
 	}
-	_                    [26]uint8
-	ExceptionHasPayload  uint8
-	ExceptionPayload     uint64
+	_                   [26]uint8
+	ExceptionHasPayload uint8
+	ExceptionPayload    uint64
 }
 
 // SyncRegs is struct kvm_sync_regs: the register state KVM stores in kvm_run

@@ -21,7 +21,7 @@ func TestABILayout(t *testing.T) {
 	var run Run
 	var ev VCPUEvents
 	checks := []struct {
-		c  string
+		c   string
 		go_ uintptr
 	}{
 		{"sizeof(struct kvm_regs)", unsafe.Sizeof(Regs{})},
@@ -86,6 +86,9 @@ func TestABILayout(t *testing.T) {
 		{"KVM_GET_STATS_FD", kvmGetStatsFD},
 		{"KVM_SET_IDENTITY_MAP_ADDR", kvmSetIdentityMapAddr},
 		{"KVM_GET_MP_STATE", kvmGetMPState},
+		{"KVM_GET_MSRS", kvmGetMSRs},
+		{"KVM_SET_MSRS", kvmSetMSRs},
+		{"sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)", unsafe.Sizeof(msrsOne{})},
 	}
 	var src strings.Builder
 	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <linux/kvm.h>\nint main(void){\n")

@@ -9,10 +9,10 @@ const (
 )
 
 func ioc(dir, nr, size uintptr) uintptr { return dir<<30 | kvmio<<8 | nr | size<<16 }
-func io(nr uintptr) uintptr               { return ioc(iocNone, nr, 0) }
-func ior(nr, size uintptr) uintptr        { return ioc(iocRead, nr, size) }
-func iow(nr, size uintptr) uintptr        { return ioc(iocWrite, nr, size) }
-func iowr(nr, size uintptr) uintptr       { return ioc(iocRead|iocWrite, nr, size) }
+func io(nr uintptr) uintptr             { return ioc(iocNone, nr, 0) }
+func ior(nr, size uintptr) uintptr      { return ioc(iocRead, nr, size) }
+func iow(nr, size uintptr) uintptr      { return ioc(iocWrite, nr, size) }
+func iowr(nr, size uintptr) uintptr     { return ioc(iocRead|iocWrite, nr, size) }
 
 var (
 	kvmGetAPIVersion       = io(0x00)
@@ -40,4 +40,6 @@ var (
 	kvmSetVCPUEvents       = iow(0xa0, 64)
 	kvmX86SetMSRFilter     = iow(0xc6, 392)
 	kvmGetStatsFD          = io(0xce)
+	kvmGetMSRs             = iowr(0x88, 8)
+	kvmSetMSRs             = iow(0x89, 8)
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -366,3 +367,57 @@ func readStruct[T any](b []byte, off int) (T, bool) {
 	return v, true
 }
 
+// The first 32-bit word of kvm_run holds request_interrupt_window (byte 0)
+// and immediate_exit (byte 1). Another thread sets immediate_exit to kick a
+// vCPU, so both bytes are only ever changed with atomic read-modify-writes of
+// that word.
+func (c *VCPU) runWord() *uint32 { return (*uint32)(unsafe.Pointer(c.run)) }
+
+// SetImmediateExit sets or clears kvm_run.immediate_exit; safe from any thread.
+func (c *VCPU) SetImmediateExit(on bool) {
+	if on {
+		atomic.OrUint32(c.runWord(), 1<<8)
+	} else {
+		atomic.AndUint32(c.runWord(), ^uint32(1<<8))
+	}
+}
+
+// SetRequestInterruptWindow sets or clears kvm_run.request_interrupt_window.
+func (c *VCPU) SetRequestInterruptWindow(on bool) {
+	if on {
+		atomic.OrUint32(c.runWord(), 1)
+	} else {
+		atomic.AndUint32(c.runWord(), ^uint32(1))
+	}
+}
+
+// msrsHead is struct kvm_msrs with room for one struct kvm_msr_entry.
+type msrsOne struct {
+	NMSRs uint32
+	_     uint32
+	Index uint32
+	_     uint32
+	Data  uint64
+}
+
+// GetMSR reads one MSR with KVM_GET_MSRS (KVM's in-kernel view of it).
+func (c *VCPU) GetMSR(index uint32) (uint64, error) {
+	m := msrsOne{NMSRs: 1, Index: index}
+	r, err := ioctl(c.fd, kvmGetMSRs, uintptr(unsafe.Pointer(&m)))
+	runtime.KeepAlive(&m)
+	if err == nil && r != 1 {
+		err = fmt.Errorf("MSR %#x not readable", index)
+	}
+	return m.Data, wrap("KVM_GET_MSRS", err)
+}
+
+// SetMSR writes one MSR with KVM_SET_MSRS.
+func (c *VCPU) SetMSR(index uint32, v uint64) error {
+	m := msrsOne{NMSRs: 1, Index: index, Data: v}
+	r, err := ioctl(c.fd, kvmSetMSRs, uintptr(unsafe.Pointer(&m)))
+	runtime.KeepAlive(&m)
+	if err == nil && r != 1 {
+		err = fmt.Errorf("MSR %#x not writable", index)
+	}
+	return wrap("KVM_SET_MSRS", err)
+}

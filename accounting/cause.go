@@ -1,0 +1,137 @@
+// Package accounting counts every VM exit per vCPU and cause, and every IPI
+// per destination kind, cheaply enough for the hot path: a fixed, typed set
+// of causes indexes an array of atomic counters per vCPU (no maps, no locks,
+// no allocation). Tables, JSON and later metrics are all derived from it.
+package accounting
+
+import "fmt"
+
+// Cause is one reason a vCPU left KVM_RUN for govmm. Causes are dense small
+// integers so that a vCPU's counters are one array.
+type Cause uint16
+
+// The APIC register causes are ranges indexed by register (xAPIC offset>>4,
+// x2APIC MSR-0x800), so the ICR, EOI and every other register stand apart.
+const (
+	apicRegs = 64
+
+	CauseMMIOAPICRead  Cause = 0                             // + register
+	CauseMMIOAPICWrite Cause = CauseMMIOAPICRead + apicRegs  // + register
+	CauseMSRAPICRead   Cause = CauseMMIOAPICWrite + apicRegs // + register
+	CauseMSRAPICWrite  Cause = CauseMSRAPICRead + apicRegs   // + register
+	causeFixed         Cause = CauseMSRAPICWrite + apicRegs
+)
+
+// Causes that are not APIC registers.
+const (
+	CauseMSRTSCDeadlineRead Cause = causeFixed + iota
+	CauseMSRTSCDeadlineWrite
+	CauseMSRAPICBaseRead
+	CauseMSRAPICBaseWrite
+	CauseMSROtherRead
+	CauseMSROtherWrite
+	CausePIOSerial
+	CausePIODebugExit
+	CausePIOFwCfg
+	CausePIOTestDev
+	CausePIOMark
+	CausePIOOther
+	CauseMMIOOther
+	CauseHLT
+	CauseIRQWindow
+	CauseKick // KVM_RUN interrupted by a kick (EINTR / immediate_exit)
+	CauseSetTPR
+	CauseRecoverInt3
+	CauseRecoverOther
+	CauseShutdown
+	CauseOther
+	NumCauses
+)
+
+var fixedNames = [...]string{
+	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write",
+	"msr_other_read", "msr_other_write",
+	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_other",
+	"mmio_other", "hlt", "irq_window", "kick", "set_tpr", "recover_int3", "recover_other",
+	"shutdown", "other",
+}
+
+// APIC register names by index (offset >> 4); unnamed ones print as regXX.
+var apicRegNames = map[int]string{
+	0x02: "id", 0x03: "version", 0x08: "tpr", 0x09: "apr", 0x0A: "ppr", 0x0B: "eoi",
+	0x0C: "rrd", 0x0D: "ldr", 0x0E: "dfr", 0x0F: "svr", 0x28: "esr", 0x2F: "lvt_cmci",
+	0x30: "icr", 0x31: "icr2", 0x32: "lvt_timer", 0x33: "lvt_thermal", 0x34: "lvt_perf",
+	0x35: "lvt_lint0", 0x36: "lvt_lint1", 0x37: "lvt_error", 0x38: "timer_icr",
+	0x39: "timer_ccr", 0x3E: "timer_dcr", 0x3F: "self_ipi",
+}
+
+func apicRegName(r int) string {
+	switch {
+	case r >= 0x10 && r < 0x18:
+		return fmt.Sprintf("isr%d", r-0x10)
+	case r >= 0x18 && r < 0x20:
+		return fmt.Sprintf("tmr%d", r-0x18)
+	case r >= 0x20 && r < 0x28:
+		return fmt.Sprintf("irr%d", r-0x20)
+	}
+	if n, ok := apicRegNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("reg%02x", r)
+}
+
+// String names the cause as it appears in tables, JSON and metrics.
+func (c Cause) String() string {
+	switch {
+	case c < CauseMMIOAPICWrite:
+		return "mmio_apic_" + apicRegName(int(c-CauseMMIOAPICRead)) + "_read"
+	case c < CauseMSRAPICRead:
+		return "mmio_apic_" + apicRegName(int(c-CauseMMIOAPICWrite)) + "_write"
+	case c < CauseMSRAPICWrite:
+		return "msr_x2apic_" + apicRegName(int(c-CauseMSRAPICRead)) + "_read"
+	case c < causeFixed:
+		return "msr_x2apic_" + apicRegName(int(c-CauseMSRAPICWrite)) + "_write"
+	case c < NumCauses:
+		return fixedNames[c-causeFixed]
+	}
+	return fmt.Sprintf("cause%d", c)
+}
+
+// APICCause returns the cause of an APIC register access.
+func APICCause(x2apic, write bool, reg uint16) Cause {
+	r := Cause(reg & (apicRegs - 1))
+	switch {
+	case !x2apic && !write:
+		return CauseMMIOAPICRead + r
+	case !x2apic:
+		return CauseMMIOAPICWrite + r
+	case !write:
+		return CauseMSRAPICRead + r
+	}
+	return CauseMSRAPICWrite + r
+}
+
+// IPIKind classifies an IPI by how its destination was named.
+type IPIKind uint8
+
+const (
+	IPIXAPICPhysical IPIKind = iota
+	IPIXAPICLogical
+	IPIX2APICPhysical
+	IPIX2APICLogical
+	IPIBroadcast
+	IPISelf
+	IPIAllIncludingSelf
+	IPIAllExcludingSelf
+	NumIPIKinds
+)
+
+var ipiNames = [...]string{"xapic_physical", "xapic_logical", "x2apic_physical", "x2apic_logical",
+	"broadcast", "self", "all_including_self", "all_excluding_self"}
+
+func (k IPIKind) String() string {
+	if k < NumIPIKinds {
+		return ipiNames[k]
+	}
+	return fmt.Sprintf("ipi%d", k)
+}

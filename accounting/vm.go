@@ -1,0 +1,63 @@
+package accounting
+
+import (
+	"sync"
+)
+
+// VM is the accounting of a whole VM: one VCPU per vCPU plus the measured
+// sections the guest marks through govmm's window port.
+type VM struct {
+	CPUs []VCPU
+
+	mu       sync.Mutex // guards the section state below; taken only on marker exits
+	open     int
+	openAt   []Snapshot
+	sections []Section
+}
+
+// Section is the exits of one measured section, per vCPU.
+type Section struct {
+	ID   int        `json:"id"`
+	CPUs []Snapshot `json:"-"`
+}
+
+// NewVM returns zeroed accounting for n vCPUs.
+func NewVM(n int) *VM { return &VM{CPUs: make([]VCPU, n)} }
+
+// Snapshot copies every vCPU's counters.
+func (a *VM) Snapshot() []Snapshot {
+	out := make([]Snapshot, len(a.CPUs))
+	for i := range a.CPUs {
+		out[i] = a.CPUs[i].Snapshot()
+	}
+	return out
+}
+
+// Mark handles a write to the window port: id > 0 opens section id (closing
+// any open one), 0 closes the open one. The marker exit that calls Mark has
+// already been counted on cpu; it is left out of the section at both ends.
+func (a *VM) Mark(cpu int, id int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	snap := a.Snapshot()
+	if a.open != 0 {
+		snap[cpu].Exits[CausePIOMark]-- // the closing marker itself
+		sec := Section{ID: a.open, CPUs: make([]Snapshot, len(snap))}
+		for i := range snap {
+			sec.CPUs[i] = snap[i].Sub(a.openAt[i])
+		}
+		a.sections = append(a.sections, sec)
+		a.open = 0
+		snap[cpu].Exits[CausePIOMark]++
+	}
+	if id != 0 {
+		a.open, a.openAt = id, snap
+	}
+}
+
+// Sections returns the closed sections in the order they closed.
+func (a *VM) Sections() []Section {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Section(nil), a.sections...)
+}

@@ -1,0 +1,189 @@
+package vcpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// handleExit dispatches one KVM exit and counts it.
+func (v *VCPU) handleExit(run *kvm.Run) error {
+	switch run.ExitReason {
+	case kvm.ExitIO:
+		v.handleIO()
+	case kvm.ExitMMIO:
+		v.handleMMIO()
+	case kvm.ExitX86RDMSR:
+		v.handleMSR(false)
+	case kvm.ExitX86WRMSR:
+		v.handleMSR(true)
+	case kvm.ExitHLT:
+		v.acct.Exit(accounting.CauseHLT)
+		if !v.halt(run.IFFlag != 0) {
+			return errStop
+		}
+	case kvm.ExitIRQWindowOpen:
+		v.acct.Exit(accounting.CauseIRQWindow)
+	case kvm.ExitIntr:
+		v.acct.Exit(accounting.CauseKick)
+	case kvm.ExitSetTPR:
+		v.acct.Exit(accounting.CauseSetTPR)
+	case kvm.ExitInternalError:
+		return v.recover()
+	case kvm.ExitShutdown:
+		v.acct.Exit(accounting.CauseShutdown)
+		return fmt.Errorf("guest triple fault (shutdown) at RIP %#x", run.Sync.Regs.RIP)
+	case kvm.ExitFailEntry:
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
+			v.kvm.FailEntry().HardwareEntryFailureReason)
+	case kvm.ExitSystemEvent:
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("guest system event %d", v.kvm.SystemEvent().Type)
+	default:
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("unhandled KVM exit reason %d at RIP %#x", run.ExitReason, run.Sync.Regs.RIP)
+	}
+	if v.stopped() {
+		return errStop
+	}
+	return nil
+}
+
+// handleIO serves port I/O, string forms (rep ins/outs) element by element.
+func (v *VCPU) handleIO() {
+	e, data := v.kvm.IO()
+	dev, cause, ok := v.ports.Lookup(e.Port)
+	v.acct.Exit(cause)
+	size := int(e.Size)
+	for i := 0; i+size <= len(data); i += size {
+		d := data[i : i+size]
+		switch {
+		case !ok && e.Direction == kvm.IOIn:
+			for j := range d {
+				d[j] = 0xFF
+			}
+		case !ok:
+		case e.Direction == kvm.IOIn:
+			dev.In(v.id, e.Port, d)
+		default:
+			dev.Out(v.id, e.Port, d)
+		}
+	}
+}
+
+// handleMMIO serves the vCPU's own xAPIC page, then the VM's other MMIO
+// devices; unclaimed addresses read as all ones and ignore writes.
+func (v *VCPU) handleMMIO() {
+	m := v.kvm.MMIO()
+	n := int(m.Len)
+	if n > len(m.Data) {
+		n = len(m.Data)
+	}
+	data := m.Data[:n]
+	write := m.IsWrite != 0
+	if base, ok := v.lapic.PageBase(); ok && m.PhysAddr-base < 0x1000 {
+		off := m.PhysAddr - base
+		v.acct.Exit(accounting.APICCause(false, write, uint16(vlapic.RegisterOfOffset(off))))
+		if write {
+			v.countIPI(v.lapic.WriteMMIO(off, data), false)
+		} else {
+			v.lapic.ReadMMIO(off, data)
+		}
+		return
+	}
+	if v.mmio != nil {
+		if cause, ok := v.mmio.MMIO(v.id, m.PhysAddr, data, write); ok {
+			v.acct.Exit(cause)
+			return
+		}
+	}
+	v.acct.Exit(accounting.CauseMMIOOther)
+	if !write {
+		for i := range data {
+			data[i] = 0xFF
+		}
+	}
+}
+
+// handleMSR serves the MSRs that exit to user space: the x2APIC range (KVM
+// has no APIC of its own), TSC deadline and APIC_BASE (claimed with the MSR
+// filter) and MSRs KVM does not know (answered with #GP, as on hardware).
+func (v *VCPU) handleMSR(write bool) {
+	m := v.kvm.MSR()
+	var err error
+	switch idx := m.Index; {
+	case idx >= vlapic.MSRX2APICFirst && idx <= vlapic.MSRX2APICLast:
+		v.acct.Exit(accounting.APICCause(true, write, uint16(vlapic.RegisterOfMSR(idx))))
+		if write {
+			var eff vlapic.Effect
+			eff, err = v.lapic.WriteMSR(idx, m.Data)
+			v.countIPI(eff, true)
+		} else {
+			m.Data, err = v.lapic.ReadMSR(idx)
+		}
+	case idx == vlapic.MSRTSCDeadline:
+		v.acct.Exit(pick(write, accounting.CauseMSRTSCDeadlineWrite, accounting.CauseMSRTSCDeadlineRead))
+		if write {
+			_, err = v.lapic.WriteMSR(idx, m.Data)
+		} else {
+			m.Data, err = v.lapic.ReadMSR(idx)
+		}
+	case idx == vlapic.MSRAPICBase:
+		v.acct.Exit(pick(write, accounting.CauseMSRAPICBaseWrite, accounting.CauseMSRAPICBaseRead))
+		if write {
+			err = v.lapic.SetBase(m.Data)
+		} else {
+			m.Data = v.lapic.Base()
+		}
+	default:
+		v.acct.Exit(pick(write, accounting.CauseMSROtherWrite, accounting.CauseMSROtherRead))
+		err = vlapic.ErrGP
+	}
+	m.Error = 0
+	if errors.Is(err, vlapic.ErrGP) {
+		m.Error = 1 // KVM injects #GP(0)
+	}
+}
+
+func pick[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
+
+// countIPI charges an ICR or SELF_IPI write to the IPI counters.
+func (v *VCPU) countIPI(e vlapic.Effect, x2apic bool) {
+	if !e.IPI {
+		return
+	}
+	k := ipiKind(e.Msg, x2apic)
+	v.acct.IPISent[k].Add(1)
+	v.acct.IPIDelivered[k].Add(uint64(e.Targets))
+}
+
+func ipiKind(m vlapic.Message, x2apic bool) accounting.IPIKind {
+	switch m.Shorthand {
+	case vlapic.Self:
+		return accounting.IPISelf
+	case vlapic.AllIncludingSelf:
+		return accounting.IPIAllIncludingSelf
+	case vlapic.AllExcludingSelf:
+		return accounting.IPIAllExcludingSelf
+	}
+	switch {
+	case x2apic && m.Dest == 0xFFFFFFFF, !x2apic && m.Dest == 0xFF:
+		return accounting.IPIBroadcast
+	case x2apic && m.DestMode == vlapic.Logical:
+		return accounting.IPIX2APICLogical
+	case x2apic:
+		return accounting.IPIX2APICPhysical
+	case m.DestMode == vlapic.Logical:
+		return accounting.IPIXAPICLogical
+	}
+	return accounting.IPIXAPICPhysical
+}

@@ -1,0 +1,55 @@
+package vcpu
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// kickSignal interrupts KVM_RUN on a vCPU thread. Go's runtime must have a
+// handler for it (else the default action kills the process) and the handler
+// must not be SIG_IGN (an ignored signal never interrupts KVM_RUN), so it is
+// routed to a channel nobody reads: deliveries to a full channel are dropped.
+const kickSignal = unix.SIGUSR1
+
+var kickOnce sync.Once
+
+func installKickHandler() {
+	kickOnce.Do(func() {
+		signal.Notify(make(chan os.Signal, 1), kickSignal)
+	})
+}
+
+// Notify tells the vCPU that its LAPIC has something new to deliver. It is
+// called from any thread (vlapic.Sink) and never blocks:
+//   - in the guest: set immediate_exit and signal the thread, once per entry
+//     (kickPending), so a storm of IPIs costs one exit;
+//   - halted or waiting for SIPI: wake the sleeping thread (no exit at all);
+//   - in govmm: nothing, the loop looks at the LAPIC before it enters.
+//
+// The loop publishes StateGuest before its last look at the LAPIC and
+// delivery sets IRR before calling Notify, so one of the two always sees
+// the other.
+func (v *VCPU) Notify() {
+	switch State(v.state.Load()) {
+	case StateGuest:
+		if v.kickPending.CompareAndSwap(false, true) {
+			v.kvm.SetImmediateExit(true)
+			if tid := v.tid.Load(); tid != 0 {
+				unix.Tgkill(v.pid, int(tid), kickSignal)
+			}
+			v.acct.KicksSent.Add(1)
+		}
+	case StateHalted, StateWaitSIPI:
+		v.wakeUp()
+	}
+}
+
+func (v *VCPU) wakeUp() {
+	select {
+	case v.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,167 @@
+package vcpu
+
+import (
+	"fmt"
+	"math/bits"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/kvm"
+)
+
+// recover completes an instruction that the host's instruction emulator
+// gave up on (KVM_EXIT_INTERNAL_ERROR, emulation sub-error), as measured in
+// HOST.md. What it can finish it finishes and counts; anything else stops
+// the VM with the instruction's bytes, its decoding and the guest RIP.
+//
+// Completed here: int3 (inject #BP, RIP past it), fwait (no x87 exception
+// is ever pending: a no-op), clac/stac (RFLAGS.AC), and popcnt, lzcnt, tzcnt
+// with register operands. Not yet: memory operands, cmpxchg16b, SSE/xsave
+// (the guest kernels of later issues avoid or need them).
+func (v *VCPU) recover() error {
+	run := v.kvm.RunData()
+	ie := v.kvm.Internal()
+	if ie.Suberror != kvm.InternalErrorEmulation {
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("KVM internal error, sub-error %d (data %#x)", ie.Suberror, ie.Data[:min(int(ie.NData), 16)])
+	}
+	ef := v.kvm.EmulationFailure()
+	regs := &run.Sync.Regs
+	if ef.Flags&kvm.EmulationFlagInsnBytes == 0 || ef.InsnSize == 0 {
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("KVM could not emulate an instruction at RIP %#x and gave no bytes", regs.RIP)
+	}
+	code := ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
+	mode := 32
+	switch {
+	case run.Sync.Sregs.CS.L != 0:
+		mode = 64
+	case run.Sync.Sregs.CS.DB == 0:
+		mode = 16
+	}
+	inst, err := x86asm.Decode(code, mode)
+	if err != nil {
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("KVM could not emulate the instruction % x at RIP %#x (undecodable: %v)", code, regs.RIP, err)
+	}
+	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCC {
+		v.acct.Exit(accounting.CauseRecoverInt3)
+		return v.injectBP(uint64(inst.Len))
+	}
+	if !complete(inst, regs) {
+		v.acct.Exit(accounting.CauseOther)
+		return fmt.Errorf("KVM could not emulate %q (% x) at RIP %#x in %d-bit mode, and govmm does not complete it",
+			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], regs.RIP, mode)
+	}
+	v.acct.Exit(accounting.CauseRecoverOther)
+	regs.RIP += uint64(inst.Len)
+	run.DirtyRegs |= kvm.SyncRegsGPR
+	return nil
+}
+
+// injectBP moves RIP past int3 and injects #BP (a trap: it reports the next
+// instruction), which is what the CPU would have done.
+func (v *VCPU) injectBP(n uint64) error {
+	run := v.kvm.RunData()
+	run.Sync.Regs.RIP += n
+	run.DirtyRegs |= kvm.SyncRegsGPR
+	// KVM_SET_VCPU_EVENTS needs RIP in KVM first: push the registers now.
+	if err := v.kvm.SetRegs(run.Sync.Regs); err != nil {
+		return err
+	}
+	run.DirtyRegs &^= kvm.SyncRegsGPR
+	ev, err := v.kvm.Events()
+	if err != nil {
+		return err
+	}
+	ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
+	ev.Flags = 0
+	return v.kvm.SetEvents(ev)
+}
+
+// complete performs inst on regs when it only touches registers.
+func complete(inst x86asm.Inst, regs *kvm.Regs) bool {
+	const rflagsAC = 1 << 18
+	switch inst.Op {
+	case x86asm.FWAIT:
+		return true
+	case x86asm.CLAC:
+		regs.RFLAGS &^= rflagsAC
+		return true
+	case x86asm.STAC:
+		regs.RFLAGS |= rflagsAC
+		return true
+	case x86asm.POPCNT, x86asm.LZCNT, x86asm.TZCNT:
+		dst, ok1 := inst.Args[0].(x86asm.Reg)
+		src, ok2 := inst.Args[1].(x86asm.Reg)
+		if !ok1 || !ok2 {
+			return false
+		}
+		sv, width, ok := readReg(regs, src)
+		if !ok {
+			return false
+		}
+		var r uint64
+		switch inst.Op {
+		case x86asm.POPCNT:
+			r = uint64(bits.OnesCount64(sv))
+		case x86asm.LZCNT:
+			r = uint64(bits.LeadingZeros64(sv) - (64 - width))
+		case x86asm.TZCNT:
+			r = uint64(bits.TrailingZeros64(sv))
+			if sv == 0 {
+				r = uint64(width)
+			}
+		}
+		const zf, cf = 1 << 6, 1 << 0
+		regs.RFLAGS &^= 0x8D5 // OF SF ZF AF PF CF
+		if inst.Op == x86asm.POPCNT && sv == 0 || inst.Op != x86asm.POPCNT && r == 0 {
+			regs.RFLAGS |= zf
+		}
+		if inst.Op != x86asm.POPCNT && r == uint64(width) {
+			regs.RFLAGS |= cf
+		}
+		return writeReg(regs, dst, r)
+	}
+	return false
+}
+
+// regSlot maps a 16/32/64-bit general register to its kvm.Regs field.
+func regSlot(regs *kvm.Regs, r x86asm.Reg) (*uint64, int, bool) {
+	slots := [16]*uint64{&regs.RAX, &regs.RCX, &regs.RDX, &regs.RBX, &regs.RSP, &regs.RBP, &regs.RSI, &regs.RDI,
+		&regs.R8, &regs.R9, &regs.R10, &regs.R11, &regs.R12, &regs.R13, &regs.R14, &regs.R15}
+	switch {
+	case r >= x86asm.RAX && r <= x86asm.R15:
+		return slots[r-x86asm.RAX], 64, true
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return slots[r-x86asm.EAX], 32, true
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return slots[r-x86asm.AX], 16, true
+	}
+	return nil, 0, false
+}
+
+func readReg(regs *kvm.Regs, r x86asm.Reg) (uint64, int, bool) {
+	p, w, ok := regSlot(regs, r)
+	if !ok {
+		return 0, 0, false
+	}
+	return *p & (^uint64(0) >> (64 - w)), w, true
+}
+
+// writeReg writes like the CPU: 32-bit results zero the upper half, 16-bit
+// ones keep it.
+func writeReg(regs *kvm.Regs, r x86asm.Reg, v uint64) bool {
+	p, w, ok := regSlot(regs, r)
+	if !ok {
+		return false
+	}
+	switch w {
+	case 64, 32:
+		*p = v & (^uint64(0) >> (64 - w))
+	case 16:
+		*p = *p&^0xFFFF | v&0xFFFF
+	}
+	return true
+}

@@ -1,0 +1,43 @@
+// Package vcpu runs one virtual CPU: a goroutine locked to its OS thread that
+// enters the guest with KVM_RUN, dispatches every exit to govmm's devices and
+// local APIC, injects interrupts, sleeps while the guest halts and counts
+// every exit in the accounting.
+//
+// The path of an IPI through this package: the guest's ICR write exits
+// (MMIO or WRMSR) -> handleMMIO/handleMSR -> vlapic -> the target LAPIC's IRR
+// -> vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
+// target's loop -> inject (KVM_INTERRUPT).
+package vcpu
+
+import "fmt"
+
+// State is where a vCPU is. Notify reads it to decide between doing nothing,
+// kicking and waking; the dashboard reads it too. Only the vCPU's own thread
+// writes it.
+type State uint32
+
+const (
+	// StateVMM: the thread is in govmm handling an exit; it checks for new
+	// interrupts before it enters the guest again, so no kick is needed.
+	StateVMM State = iota
+	// StateGuest: about to enter or inside KVM_RUN. A new interrupt needs a
+	// kick: immediate_exit plus a signal to the thread.
+	StateGuest
+	// StateHalted: the guest executed HLT; the thread sleeps on its wake
+	// channel until an interrupt it can take arrives.
+	StateHalted
+	// StateWaitSIPI: after INIT (and for APs from reset) the vCPU waits for
+	// a Startup IPI; only INIT, SIPI and the VM's end wake it.
+	StateWaitSIPI
+	// StateStopped: the loop has returned.
+	StateStopped
+)
+
+var stateNames = [...]string{"vmm", "guest", "halted", "wait-for-sipi", "stopped"}
+
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state%d", uint32(s))
+}

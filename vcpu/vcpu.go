@@ -1,0 +1,287 @@
+package vcpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// MMIOHandler serves guest-physical MMIO that is not the vCPU's own xAPIC
+// page (IOAPIC, remapping unit, ...). It reports whether addr is claimed and
+// the accounting cause to charge.
+type MMIOHandler interface {
+	MMIO(cpu int, addr uint64, data []byte, write bool) (accounting.Cause, bool)
+}
+
+// Config wires a vCPU to the rest of the VM.
+type Config struct {
+	KVM   *kvm.VCPU
+	LAPIC *vlapic.LAPIC
+	Acct  *accounting.VCPU
+	Ports *devices.PortBus
+	MMIO  MMIOHandler // may be nil
+	Clock vlapic.Clock
+	// Done is closed when the VM ends; every loop then returns.
+	Done <-chan struct{}
+	// Boot is the register state of the BSP; nil makes the vCPU an AP that
+	// waits for INIT/SIPI.
+	Boot *EntryState
+}
+
+// VCPU is one virtual CPU and its run loop.
+//
+// Concurrency: everything not marked otherwise belongs to the vCPU's own
+// thread. state, kickPending and tid are atomics read by Notify from other
+// threads; wake is a one-slot channel anyone may fill.
+type VCPU struct {
+	id    int
+	kvm   *kvm.VCPU
+	lapic *vlapic.LAPIC
+	acct  *accounting.VCPU
+	ports *devices.PortBus
+	mmio  MMIOHandler
+	clock vlapic.Clock
+	done  <-chan struct{}
+	boot  *EntryState
+
+	state       atomic.Uint32
+	kickPending atomic.Bool
+	tid         atomic.Int32
+	pid         int
+	wake        chan struct{}
+
+	events     vlapic.Events // latched LAPIC events not yet acted on
+	cr8        uint64        // CR8 handed to KVM at the last entry
+	timer      *time.Timer
+	timerAt    int64
+	timerArmed bool
+}
+
+// New builds the vCPU; nothing runs until Run.
+func New(id int, c Config) *VCPU {
+	installKickHandler()
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock,
+		done: c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+	v.timer = time.AfterFunc(time.Hour, v.timerFired)
+	v.timer.Stop()
+	return v
+}
+
+// ID returns the vCPU index.
+func (v *VCPU) ID() int { return v.id }
+
+// State returns where the vCPU is now (racy by nature; for display).
+func (v *VCPU) State() State { return State(v.state.Load()) }
+
+// Error is a fatal vCPU error: the VM stops and govmm reports it.
+type Error struct {
+	CPU int
+	Err error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("vCPU %d: %v", e.CPU, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Run is the vCPU loop. It returns nil when the VM ends (Done closed) and an
+// *Error when this vCPU cannot go on.
+func (v *VCPU) Run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	v.tid.Store(int32(unix.Gettid()))
+	defer v.state.Store(uint32(StateStopped))
+	defer v.timer.Stop()
+
+	run := v.kvm.RunData()
+	run.ValidRegs = kvm.SyncRegsGPR | kvm.SyncRegsSregs
+	if v.boot != nil {
+		if err := v.boot.apply(v.kvm); err != nil {
+			return &Error{v.id, err}
+		}
+	} else if !v.waitSIPI() {
+		return nil
+	}
+	for {
+		if v.stopped() {
+			return nil
+		}
+		v.syncTimer()
+		v.state.Store(uint32(StateGuest))
+		if !v.prepareEntry() {
+			return nil
+		}
+		err := v.kvm.Run()
+		v.state.Store(uint32(StateVMM))
+		if v.kickPending.Swap(false) {
+			v.kvm.SetImmediateExit(false)
+		}
+		v.syncCR8(run)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				v.acct.Exit(accounting.CauseKick)
+				continue
+			}
+			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
+		}
+		if err := v.handleExit(run); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return &Error{v.id, err}
+		}
+	}
+}
+
+// errStop ends the loop quietly (the VM is ending).
+var errStop = errors.New("stop")
+
+func (v *VCPU) stopped() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncCR8 takes a TPR the guest changed with MOV CR8 into the LAPIC.
+func (v *VCPU) syncCR8(run *kvm.Run) {
+	if run.CR8 != v.cr8 {
+		v.lapic.SetCR8(run.CR8)
+		v.cr8 = run.CR8
+	}
+}
+
+// prepareEntry acts on latched INIT/SIPI/NMI and injects the highest
+// deliverable vector, or asks KVM for an interrupt window when the guest
+// cannot take it now. It returns false if the VM ended while the vCPU was
+// waiting for SIPI.
+func (v *VCPU) prepareEntry() bool {
+	run := v.kvm.RunData()
+	v.lapic.Tick()
+	v.takeEvents()
+	if v.events.INIT {
+		v.events.INIT = false
+		v.lapic.InitReset()
+		if !v.waitSIPI() {
+			return false
+		}
+		v.state.Store(uint32(StateGuest))
+	}
+	if v.events.NMI {
+		v.events.NMI = false
+		if err := v.kvm.NMI(); err == nil {
+			v.acct.NMIs.Add(1)
+		}
+	}
+	v.events.ExtINT = false // no 8259: nothing to acknowledge
+	if _, ok := v.lapic.PendingVector(); ok {
+		if run.ReadyForInterruptInjection != 0 && run.IFFlag != 0 {
+			if vec, ok := v.lapic.Acknowledge(); ok {
+				if err := v.kvm.Interrupt(vec); err == nil {
+					v.acct.Injected.Add(1)
+				}
+			}
+		}
+		_, more := v.lapic.PendingVector()
+		v.kvm.SetRequestInterruptWindow(more || run.ReadyForInterruptInjection == 0 || run.IFFlag == 0)
+	} else {
+		v.kvm.SetRequestInterruptWindow(false)
+	}
+	v.cr8 = v.lapic.CR8()
+	run.CR8 = v.cr8
+	return true
+}
+
+func (v *VCPU) takeEvents() {
+	e := v.lapic.TakeEvents()
+	v.events.NMI = v.events.NMI || e.NMI
+	v.events.INIT = v.events.INIT || e.INIT
+	v.events.ExtINT = v.events.ExtINT || e.ExtINT
+	if e.SIPI {
+		v.events.SIPI, v.events.SIPIVector = true, e.SIPIVector
+	}
+}
+
+// halt sleeps after HLT until an interrupt the guest can take (IF set),
+// an NMI or an INIT arrives. It returns false when the VM ends.
+func (v *VCPU) halt(ifFlag bool) bool {
+	v.state.Store(uint32(StateHalted))
+	defer v.state.Store(uint32(StateVMM))
+	for {
+		v.lapic.Tick()
+		v.takeEvents()
+		if v.events.NMI || v.events.INIT {
+			break
+		}
+		if _, ok := v.lapic.PendingVector(); ok && ifFlag {
+			break
+		}
+		v.syncTimer()
+		select {
+		case <-v.wake:
+		case <-v.done:
+			return false
+		}
+	}
+	v.acct.Wakeups.Add(1)
+	return true
+}
+
+// waitSIPI parks the vCPU until a Startup IPI, then puts it in real mode at
+// vector << 8. It returns false when the VM ends.
+func (v *VCPU) waitSIPI() bool {
+	v.state.Store(uint32(StateWaitSIPI))
+	defer v.state.Store(uint32(StateVMM))
+	v.events = vlapic.Events{}
+	for {
+		v.takeEvents()
+		if v.events.INIT {
+			v.events.INIT, v.events.SIPI = false, false
+			v.lapic.InitReset()
+		}
+		if v.events.SIPI {
+			vec := v.events.SIPIVector
+			v.events = vlapic.Events{}
+			if err := startAt(v.kvm, vec); err != nil {
+				return false
+			}
+			v.acct.Wakeups.Add(1)
+			return true
+		}
+		select {
+		case <-v.wake:
+		case <-v.done:
+			return false
+		}
+	}
+}
+
+// syncTimer keeps the host timer aimed at the LAPIC timer's next deadline.
+func (v *VCPU) syncTimer() {
+	at, armed := v.lapic.TimerDeadline()
+	if armed == v.timerArmed && at == v.timerAt {
+		return
+	}
+	v.timerAt, v.timerArmed = at, armed
+	if !armed {
+		v.timer.Stop()
+		return
+	}
+	v.timer.Reset(time.Duration(at - v.clock.Now()))
+}
+
+// timerFired runs on a runtime timer goroutine: raise the vector, then kick.
+func (v *VCPU) timerFired() {
+	v.lapic.Tick()
+	v.Notify()
+}

@@ -1,0 +1,91 @@
+// This file implements interrupt priority and acceptance by the CPU (SDM
+// 11.8.3-11.8.5): PPR, the pending vector, the INTA cycle, EOI, and the
+// CR8 view of TPR.
+
+package vlapic
+
+// updatePPRLocked recomputes PPR from TPR and the highest in-service vector.
+func (a *LAPIC) updatePPRLocked() {
+	isrv, _ := a.isr.highest()
+	ppr := a.tpr
+	if a.tpr&0xF0 < uint32(isrv)&0xF0 {
+		ppr = uint32(isrv) & 0xF0
+	}
+	a.pprv = ppr
+	a.ppr.Store(ppr)
+}
+
+// pendingLocked returns the highest IRR vector whose priority class is above
+// PPR's, if the LAPIC is enabled in hardware and software.
+func (a *LAPIC) pendingLocked() (uint8, bool) {
+	if a.mode == ModeDisabled || a.svr&svrEnable == 0 {
+		return 0, false
+	}
+	v, ok := a.irr.highest()
+	if !ok || uint32(v)&0xF0 <= a.pprv&0xF0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// PendingVector returns the vector the LAPIC would present to its CPU now,
+// if any: the highest requested vector whose priority class is above PPR's.
+func (a *LAPIC) PendingVector() (uint8, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pendingLocked()
+}
+
+// Acknowledge is the INTA cycle: it moves the pending vector from IRR to ISR
+// and returns it. The VMM calls it when it injects the vector.
+func (a *LAPIC) Acknowledge() (uint8, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok := a.pendingLocked()
+	if ok {
+		a.irr.clear(v)
+		a.isr.set(v)
+		a.updatePPRLocked()
+	}
+	return v, ok
+}
+
+// EOI ends the highest in-service interrupt, as a write of 0 to the EOI
+// register does (the VMM uses it for paravirtual EOI).
+func (a *LAPIC) EOI() {
+	var p post
+	a.mu.Lock()
+	a.eoiLocked(&p)
+	a.mu.Unlock()
+	a.finish(&p, Effect{})
+}
+
+func (a *LAPIC) eoiLocked(p *post) {
+	v, ok := a.isr.highest()
+	if !ok {
+		return
+	}
+	a.isr.clear(v)
+	if a.tmr.test(v) {
+		p.eoi, p.eoiVec = true, v
+	}
+	a.updatePPRLocked()
+}
+
+// CR8 returns TPR[7:4], the guest's CR8.
+func (a *LAPIC) CR8() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return uint64(a.tpr >> 4)
+}
+
+// SetCR8 sets TPR[7:4] from CR8[3:0]. TPR[3:0] is kept when the class does
+// not change, so that syncing an unchanged CR8 back loses nothing.
+func (a *LAPIC) SetCR8(v uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if uint64(a.tpr>>4) != v&0xF {
+		a.tpr = uint32(v&0xF) << 4
+		a.updatePPRLocked()
+	}
+}
