@@ -40,6 +40,19 @@ func (v *VCPU) recover() error {
 	case run.Sync.Sregs.CS.DB == 0:
 		mode = 16
 	}
+	// x86asm does not know clac/stac (0F 01 CA/CB): complete them by bytes.
+	if len(code) >= 3 && code[0] == 0x0F && code[1] == 0x01 && (code[2] == 0xCA || code[2] == 0xCB) {
+		const rflagsAC = 1 << 18
+		if code[2] == 0xCA {
+			regs.RFLAGS &^= rflagsAC
+		} else {
+			regs.RFLAGS |= rflagsAC
+		}
+		v.acct.Exit(accounting.CauseRecoverOther)
+		regs.RIP += 3
+		run.DirtyRegs |= kvm.SyncRegsGPR
+		return nil
+	}
 	inst, err := x86asm.Decode(code, mode)
 	if err != nil {
 		v.acct.Exit(accounting.CauseOther)
@@ -82,15 +95,8 @@ func (v *VCPU) injectBP(n uint64) error {
 
 // complete performs inst on regs when it only touches registers.
 func complete(inst x86asm.Inst, regs *kvm.Regs) bool {
-	const rflagsAC = 1 << 18
 	switch inst.Op {
 	case x86asm.FWAIT:
-		return true
-	case x86asm.CLAC:
-		regs.RFLAGS &^= rflagsAC
-		return true
-	case x86asm.STAC:
-		regs.RFLAGS |= rflagsAC
 		return true
 	case x86asm.POPCNT, x86asm.LZCNT, x86asm.TZCNT:
 		dst, ok1 := inst.Args[0].(x86asm.Reg)

@@ -1,0 +1,201 @@
+package accounting
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is the accounting of a finished (or running) VM in a form for
+// people and programs. Only non-zero counters appear in its maps.
+type Report struct {
+	CPUs     []CPUReport       `json:"cpus"`
+	Total    CPUReport         `json:"total"`
+	Sections []SectionReport   `json:"sections,omitempty"`
+	KVMStats map[string]uint64 `json:"kvm_stats,omitempty"`
+}
+
+// CPUReport is one vCPU's (or the total's) counters.
+type CPUReport struct {
+	CPU          int               `json:"cpu"`
+	Exits        uint64            `json:"exits"`
+	ByCause      map[string]uint64 `json:"by_cause"`
+	IPISent      map[string]uint64 `json:"ipi_sent,omitempty"`
+	IPIDelivered map[string]uint64 `json:"ipi_delivered,omitempty"`
+	Injected     uint64            `json:"injected"`
+	NMIs         uint64            `json:"nmis,omitempty"`
+	KicksSent    uint64            `json:"kicks_sent"`
+	Wakeups      uint64            `json:"wakeups"`
+}
+
+// SectionReport is one measured section.
+type SectionReport struct {
+	ID    int         `json:"id"`
+	CPUs  []CPUReport `json:"cpus"`
+	Total CPUReport   `json:"total"`
+}
+
+func cpuReport(cpu int, s Snapshot) CPUReport {
+	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, Injected: s.Injected,
+		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups}
+	for c, n := range s.Exits {
+		if n != 0 {
+			r.ByCause[Cause(c).String()] = n
+		}
+	}
+	for k := range s.IPISent {
+		if s.IPISent[k] != 0 {
+			if r.IPISent == nil {
+				r.IPISent, r.IPIDelivered = map[string]uint64{}, map[string]uint64{}
+			}
+			r.IPISent[IPIKind(k).String()] = s.IPISent[k]
+			r.IPIDelivered[IPIKind(k).String()] = s.IPIDelivered[k]
+		}
+	}
+	return r
+}
+
+func sum(snaps []Snapshot) Snapshot {
+	var t Snapshot
+	for _, s := range snaps {
+		for i := range t.Exits {
+			t.Exits[i] += s.Exits[i]
+		}
+		for i := range t.IPISent {
+			t.IPISent[i] += s.IPISent[i]
+			t.IPIDelivered[i] += s.IPIDelivered[i]
+		}
+		t.Injected += s.Injected
+		t.NMIs += s.NMIs
+		t.KicksSent += s.KicksSent
+		t.Wakeups += s.Wakeups
+	}
+	return t
+}
+
+func cpuReports(snaps []Snapshot) ([]CPUReport, CPUReport) {
+	out := make([]CPUReport, len(snaps))
+	for i, s := range snaps {
+		out[i] = cpuReport(i, s)
+	}
+	return out, cpuReport(-1, sum(snaps))
+}
+
+// Report builds the report of the VM's counters now.
+func (a *VM) Report() Report {
+	var r Report
+	r.CPUs, r.Total = cpuReports(a.Snapshot())
+	for _, s := range a.Sections() {
+		sr := SectionReport{ID: s.ID}
+		sr.CPUs, sr.Total = cpuReports(s.CPUs)
+		r.Sections = append(r.Sections, sr)
+	}
+	return r
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r Report) WriteJSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// Column groups of the per-vCPU table: each is a set of cause names.
+var tableColumns = []struct {
+	name  string
+	match func(c string) bool
+}{
+	{"icr", func(c string) bool { return strings.Contains(c, "_icr") || strings.Contains(c, "self_ipi") }},
+	{"eoi", func(c string) bool { return strings.Contains(c, "_eoi_") }},
+	{"apic-other", func(c string) bool {
+		return (strings.HasPrefix(c, "mmio_apic_") || strings.HasPrefix(c, "msr_x2apic_") ||
+			strings.HasPrefix(c, "msr_apic_base") || strings.HasPrefix(c, "msr_tsc_deadline")) &&
+			!strings.Contains(c, "_icr") && !strings.Contains(c, "self_ipi") && !strings.Contains(c, "_eoi_")
+	}},
+	{"pio", func(c string) bool { return strings.HasPrefix(c, "pio_") }},
+	{"hlt", func(c string) bool { return c == "hlt" }},
+	{"irq-win", func(c string) bool { return c == "irq_window" }},
+	{"kick", func(c string) bool { return c == "kick" }},
+	{"recover", func(c string) bool { return strings.HasPrefix(c, "recover_") }},
+}
+
+func (c CPUReport) column(match func(string) bool) uint64 {
+	var n uint64
+	for name, v := range c.ByCause {
+		if match(name) {
+			n += v
+		}
+	}
+	return n
+}
+
+func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "vCPU\texits\t")
+	for _, c := range tableColumns {
+		fmt.Fprintf(tw, "%s\t", c.name)
+	}
+	fmt.Fprint(tw, "other\tipi-sent\tinjected\tkicked\twoken\t\n")
+	row := func(label string, r CPUReport) {
+		fmt.Fprintf(tw, "%s\t%d\t", label, r.Exits)
+		var grouped uint64
+		for _, c := range tableColumns {
+			n := r.column(c.match)
+			grouped += n
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		var sent uint64
+		for _, n := range r.IPISent {
+			sent += n
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t\n", r.Exits-grouped, sent, r.Injected, r.KicksSent, r.Wakeups)
+	}
+	for _, r := range cpus {
+		row(fmt.Sprint(r.CPU), r)
+	}
+	row("all", total)
+	tw.Flush()
+}
+
+func writeCounts(w io.Writer, title string, m map[string]uint64) {
+	if len(m) == 0 {
+		return
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	fmt.Fprintf(w, "\n%s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, n := range names {
+		fmt.Fprintf(tw, "  %s\t%d\n", n, m[n])
+	}
+	tw.Flush()
+}
+
+// WriteTable prints the per-vCPU table, the exits by cause, the IPIs by
+// destination kind and each measured section.
+func (r Report) WriteTable(w io.Writer) {
+	fmt.Fprintln(w, "exits per vCPU")
+	writeCPUTable(w, r.CPUs, r.Total)
+	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
+	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
+	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
+	for _, s := range r.Sections {
+		fmt.Fprintf(w, "\nsection %d\n", s.ID)
+		writeCPUTable(w, s.CPUs, s.Total)
+		writeCounts(w, fmt.Sprintf("section %d exits by cause", s.ID), s.Total.ByCause)
+	}
+	if len(r.KVMStats) > 0 {
+		writeCounts(w, "KVM's own exit statistics (all vCPUs)", r.KVMStats)
+	}
+}

@@ -1,0 +1,58 @@
+// Command govmm runs virtual machines whose interrupt path (local APIC and,
+// later, IOAPIC, interrupt remapping and PV IPIs) lives in user space, and
+// accounts for every VM exit.
+//
+//	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] KERNEL [ARGS...]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// exitError is a user-facing failure: one line, then exit code 2 (even, so
+// it never looks like a debug-exit status, which is always odd).
+const exitError = 2
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: govmm <command> [flags] ...
+
+commands:
+  run     run a Multiboot kernel (a bare-metal test kernel) and print the exit accounting
+
+Run 'govmm <command> -h' for its flags.
+`)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitError
+	}
+	var err error
+	status := 0
+	switch args[0] {
+	case "run":
+		status, err = cmdRun(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		usage(stdout)
+		return 0
+	default:
+		err = fmt.Errorf("unknown command %q (try 'govmm help')", args[0])
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "govmm: %v\n", err)
+		return exitError
+	}
+	return status
+}

@@ -1,0 +1,37 @@
+package vmm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/govmm/govmm/kvm"
+)
+
+// hostClock is the LAPIC timers' clock: monotonic time since the VM was
+// made, and the guest TSC, which is the host TSC plus the offset KVM gave
+// the vCPUs (measured once; govmm sets no TSC scaling or per-vCPU offset).
+type hostClock struct {
+	start     time.Time
+	tscOffset uint64
+	tscHz     uint64
+}
+
+// msrTSC is IA32_TIME_STAMP_COUNTER.
+const msrTSC = 0x10
+
+func newHostClock(c *kvm.VCPU) (*hostClock, error) {
+	khz, err := c.TSCKHz()
+	if err != nil || khz == 0 {
+		return nil, fmt.Errorf("cannot read the guest TSC frequency: %v", err)
+	}
+	before := kvm.RDTSC()
+	guest, err := c.GetMSR(msrTSC)
+	if err != nil {
+		return nil, err
+	}
+	after := kvm.RDTSC()
+	return &hostClock{start: time.Now(), tscOffset: guest - (before/2 + after/2), tscHz: uint64(khz) * 1000}, nil
+}
+
+func (c *hostClock) Now() int64  { return int64(time.Since(c.start)) }
+func (c *hostClock) TSC() uint64 { return kvm.RDTSC() + c.tscOffset }

@@ -1,0 +1,45 @@
+// Package vmm assembles a virtual machine: KVM VM and vCPUs with no
+// in-kernel irqchip, guest memory, govmm's local APICs (package vlapic), the
+// platform devices, the CPUID and MSR configuration that routes the APIC to
+// user space, and the accounting. It runs the vCPUs until the guest ends.
+package vmm
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/govmm/govmm/loader"
+)
+
+// X2APIC says whether CPUID advertises x2APIC.
+type X2APIC int
+
+const (
+	X2APICOn  X2APIC = iota // CPUID.1:ECX.x2APIC set (the default)
+	X2APICOff               // xAPIC only: EXTD is reserved
+)
+
+// Config describes a VM.
+type Config struct {
+	CPUs    int
+	MemSize uint64
+	X2APIC  X2APIC
+	Kernel  []byte // a Multiboot v1 image
+	Cmdline string
+	Modules []loader.Module
+	Console io.Writer // the serial port's output
+	KVMPath string    // default /dev/kvm
+}
+
+// DefaultMemSize is the RAM of a VM when none is asked for.
+const DefaultMemSize = 128 << 20
+
+func (c *Config) check(maxCPUs int) error {
+	if c.CPUs < 1 || c.CPUs > maxCPUs {
+		return fmt.Errorf("cannot create %d vCPUs: this host's KVM allows 1 to %d", c.CPUs, maxCPUs)
+	}
+	if c.CPUs > 1 && c.X2APIC == X2APICOff && c.CPUs > 255 {
+		return fmt.Errorf("%d vCPUs need x2APIC: xAPIC IDs stop at 254", c.CPUs)
+	}
+	return nil
+}

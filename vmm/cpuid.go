@@ -1,0 +1,59 @@
+package vmm
+
+import "github.com/govmm/govmm/kvm"
+
+// CPUID bits govmm sets or clears.
+const (
+	cpuid1ECXX2APIC      = 1 << 21
+	cpuid1ECXTSCDeadline = 1 << 24
+	cpuid1ECXHypervisor  = 1 << 31
+	cpuid1EDXAPIC        = 1 << 9
+	kvmCPUIDSignature    = 0x40000000
+	kvmCPUIDFeatures     = 0x40000001
+)
+
+// cpuidFor derives vCPU id's CPUID from what KVM supports: its APIC IDs,
+// the x2APIC and TSC-deadline bits as configured, the hypervisor bit, and
+// no KVM PV feature (each one would make a guest issue hypercalls that need
+// KVM's in-kernel APIC, or that hang on emulating hosts).
+func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic bool) []kvm.CPUIDEntry {
+	out := make([]kvm.CPUIDEntry, 0, len(supported))
+	for _, e := range supported {
+		switch e.Function {
+		case 1:
+			e.EBX = e.EBX&0x0000FFFF | uint32(min(cpus, 255))<<16 | uint32(id&0xFF)<<24
+			e.ECX |= cpuid1ECXTSCDeadline | cpuid1ECXHypervisor
+			if x2apic {
+				e.ECX |= cpuid1ECXX2APIC
+			} else {
+				e.ECX &^= cpuid1ECXX2APIC
+			}
+			e.EDX |= cpuid1EDXAPIC
+		case 0xB, 0x1F:
+			// Extended topology: one thread per core, one core per package;
+			// EDX is the x2APIC ID.
+			switch e.Index {
+			case 0:
+				e.EAX, e.EBX, e.ECX = 0, 1, 0x100
+			case 1:
+				e.EAX, e.EBX, e.ECX = bitsFor(cpus), uint32(cpus), 0x201
+			default:
+				e.EAX, e.EBX, e.ECX = 0, 0, e.Index
+			}
+			e.EDX = uint32(id)
+		case kvmCPUIDFeatures:
+			e.EAX, e.EBX, e.ECX, e.EDX = 0, 0, 0, 0
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// bitsFor is the number of APIC-ID bits that cover n CPUs.
+func bitsFor(n int) uint32 {
+	b := uint32(0)
+	for 1<<b < n {
+		b++
+	}
+	return b
+}

@@ -1,0 +1,290 @@
+package vmm
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/loader"
+	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/vcpu"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// Platform addresses below 1 MiB... and the ones KVM needs for real mode on
+// Intel hosts, placed like QEMU's, just under the BIOS at the top of 4 GiB.
+const (
+	tssAddr         = 0xFFFBD000
+	identityMapAddr = 0xFFFBC000
+
+	PortSerial    = 0x3F8
+	PortDebugExit = 0xF4
+	PortFwCfg     = 0x510
+	PortTestDev   = 0x2000
+	PortMark      = 0x660
+)
+
+// VM is one virtual machine ready to run.
+type VM struct {
+	cfg   Config
+	sys   *kvm.System
+	kvm   *kvm.VM
+	mem   *memory.Memory
+	apics *vlapic.Bus
+	cpus  []*vcpu.VCPU
+	kvcpu []*kvm.VCPU
+	acct  *accounting.VM
+	clock *hostClock
+	ports devices.PortBus
+
+	done     chan struct{}
+	stopOnce sync.Once
+	status   int
+	err      error
+}
+
+// Result is how a VM ended.
+type Result struct {
+	// Status is the guest's exit status: (code << 1) | 1 from the debug-exit
+	// port, or -1 when the guest did not end through it.
+	Status   int
+	Err      error
+	Duration time.Duration
+}
+
+// New creates the VM: KVM objects, memory, APICs, devices, and the loaded
+// kernel. Errors read as one sentence for the user.
+func New(cfg Config) (vm *VM, err error) {
+	if cfg.KVMPath == "" {
+		cfg.KVMPath = "/dev/kvm"
+	}
+	if cfg.MemSize == 0 {
+		cfg.MemSize = DefaultMemSize
+	}
+	if cfg.Console == nil {
+		cfg.Console = os.Stdout
+	}
+	sys, err := kvm.Open(cfg.KVMPath)
+	if err != nil {
+		return nil, err
+	}
+	maxCPUs := sys.CheckExtension(kvm.CapMaxVCPUs)
+	if maxCPUs == 0 {
+		maxCPUs = sys.CheckExtension(kvm.CapNRVCPUs)
+	}
+	if err := cfg.check(maxCPUs); err != nil {
+		sys.Close()
+		return nil, err
+	}
+	for _, c := range []struct {
+		cap  int
+		name string
+	}{{kvm.CapX86UserSpaceMSR, "KVM_CAP_X86_USER_SPACE_MSR"}, {kvm.CapX86MSRFilter, "KVM_CAP_X86_MSR_FILTER"},
+		{kvm.CapImmediateExit, "KVM_CAP_IMMEDIATE_EXIT"}, {kvm.CapSyncRegs, "KVM_CAP_SYNC_REGS"}} {
+		if sys.CheckExtension(c.cap) == 0 {
+			sys.Close()
+			return nil, fmt.Errorf("%w: this host's KVM lacks %s", kvm.ErrNoKVM, c.name)
+		}
+	}
+	vm = &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1}
+	defer func() {
+		if err != nil {
+			vm.Close()
+			vm = nil
+		}
+	}()
+	if vm.kvm, err = sys.CreateVM(); err != nil {
+		return nil, err
+	}
+	if err = vm.setupKVM(); err != nil {
+		return nil, err
+	}
+	if vm.mem, err = memory.New(cfg.MemSize); err != nil {
+		return nil, err
+	}
+	for i, r := range vm.mem.Regions {
+		if err = vm.kvm.SetUserMemoryRegion(uint32(i), r.GPA, r.Host); err != nil {
+			return nil, err
+		}
+	}
+	mb, err := loader.LoadMultiboot(vm.mem, cfg.Kernel, cfg.Cmdline, cfg.Modules)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the kernel: %w", err)
+	}
+	if err = vm.createVCPUs(mb); err != nil {
+		return nil, err
+	}
+	vm.setupDevices()
+	return vm, nil
+}
+
+// setupKVM routes the APIC to user space: with no in-kernel irqchip KVM
+// already sends x2APIC MSRs (0x800-0x8FF) out as "invalid" accesses; the
+// filter adds TSC deadline (KVM would silently drop it) and APIC_BASE (so
+// that govmm answers illegal transitions with #GP).
+func (vm *VM) setupKVM() error {
+	if err := vm.kvm.EnableCap(kvm.CapX86UserSpaceMSR,
+		kvm.MSRExitReasonInval|kvm.MSRExitReasonUnknown|kvm.MSRExitReasonFilter); err != nil {
+		return err
+	}
+	deny := func(msr uint32) kvm.MSRRange {
+		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
+	}
+	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase)}); err != nil {
+		return err
+	}
+	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
+		return err
+	}
+	return vm.kvm.SetTSSAddr(tssAddr)
+}
+
+func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
+	supported, err := vm.sys.SupportedCPUID()
+	if err != nil {
+		return err
+	}
+	n := vm.cfg.CPUs
+	vm.kvcpu = make([]*kvm.VCPU, n)
+	for i := range n {
+		c, err := vm.kvm.CreateVCPU(i)
+		if err != nil {
+			return err
+		}
+		vm.kvcpu[i] = c
+		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn)); err != nil {
+			return err
+		}
+	}
+	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
+		return err
+	}
+	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
+		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn})
+	boot := &vcpu.EntryState{
+		Regs:  kvm.Regs{RAX: uint64(mb.EAX), RBX: uint64(mb.InfoAddr), RIP: uint64(mb.Entry), RFLAGS: 2},
+		Sregs: vcpu.Flat32,
+	}
+	vm.cpus = make([]*vcpu.VCPU, n)
+	for i := range n {
+		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
+			Ports: &vm.ports, Clock: vm.clock, Done: vm.done}
+		if i == 0 {
+			cfg.Boot = boot
+		}
+		vm.cpus[i] = vcpu.New(i, cfg)
+	}
+	return nil
+}
+
+func (vm *VM) setupDevices() {
+	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, devices.NewSerial(vm.cfg.Console))
+	vm.ports.Register(PortDebugExit, 4, accounting.CausePIODebugExit,
+		&devices.DebugExit{Exit: func(status int) { vm.stop(status, nil) }})
+	vm.ports.Register(PortFwCfg, 2, accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize))
+	vm.ports.Register(PortTestDev, 24, accounting.CausePIOTestDev, &devices.TestDev{})
+	vm.ports.Register(PortMark, 4, accounting.CausePIOMark, &devices.Marker{Mark: vm.acct.Mark})
+}
+
+// sink turns "this LAPIC has something new" into a kick or wake-up.
+type sink struct{ vm *VM }
+
+func (s sink) Notify(cpu int) { s.vm.cpus[cpu].Notify() }
+
+// stop ends the VM once: the first caller's status and error win.
+func (vm *VM) stop(status int, err error) {
+	vm.stopOnce.Do(func() {
+		vm.status, vm.err = status, err
+		close(vm.done)
+		for _, c := range vm.cpus {
+			c.Notify()
+		}
+	})
+}
+
+// Run starts every vCPU and waits until the guest ends or timeout passes
+// (0: no limit).
+func (vm *VM) Run(timeout time.Duration) Result {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range vm.cpus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(); err != nil {
+				vm.stop(-1, err)
+			}
+		}()
+	}
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() {
+			vm.stop(-1, fmt.Errorf("the guest did not end within %v", timeout))
+		})
+		defer t.Stop()
+	}
+	<-vm.done
+	// Kick until every loop has seen the end: a kick can race a vCPU
+	// re-entering the guest.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	for {
+		select {
+		case <-finished:
+			return Result{Status: vm.status, Err: vm.err, Duration: time.Since(start)}
+		case <-time.After(10 * time.Millisecond):
+			for _, c := range vm.cpus {
+				c.Notify()
+			}
+		}
+	}
+}
+
+// Accounting returns the VM's exit accounting.
+func (vm *VM) Accounting() *accounting.VM { return vm.acct }
+
+// APICs returns the local APICs.
+func (vm *VM) APICs() *vlapic.Bus { return vm.apics }
+
+// VCPUs returns the vCPUs.
+func (vm *VM) VCPUs() []*vcpu.VCPU { return vm.cpus }
+
+// KVMStats sums KVM's own per-vCPU statistics of every vCPU, by name.
+func (vm *VM) KVMStats() (map[string]uint64, error) {
+	sum := map[string]uint64{}
+	for _, c := range vm.kvcpu {
+		s, err := c.StatsFD()
+		if err != nil {
+			return nil, err
+		}
+		vals, err := s.Read()
+		s.Close()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range vals {
+			sum[k] += v
+		}
+	}
+	return sum, nil
+}
+
+// Close releases everything the VM holds.
+func (vm *VM) Close() {
+	for _, c := range vm.kvcpu {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if vm.kvm != nil {
+		vm.kvm.Close()
+	}
+	if vm.mem != nil {
+		vm.mem.Close()
+	}
+	vm.sys.Close()
+}
+
