@@ -242,11 +242,13 @@ func (v *VCPU) halt(ifFlag bool) bool {
 func (v *VCPU) waitSIPI() bool {
 	v.state.Store(uint32(StateWaitSIPI))
 	defer v.state.Store(uint32(StateVMM))
-	v.events = vlapic.Events{}
+	// A SIPI latched together with the INIT that sent us here came after
+	// it (INIT then SIPI is the only order software uses): keep it.
+	v.events.NMI = false
 	for {
 		v.takeEvents()
 		if v.events.INIT {
-			v.events.INIT, v.events.SIPI = false, false
+			v.events.INIT = false
 			v.lapic.InitReset()
 		}
 		if v.events.SIPI {

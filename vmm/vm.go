@@ -287,4 +287,3 @@ func (vm *VM) Close() {
 	}
 	vm.sys.Close()
 }
-

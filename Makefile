@@ -1,0 +1,58 @@
+# govmm: everything the build and the tests need is made here, idempotently,
+# under one ignored directory ($(CACHE)).
+CACHE   ?= $(CURDIR)/.cache
+GUESTS  := $(CACHE)/guest
+BIN     := $(CACHE)/bin/govmm
+GO      ?= go
+export GOVMM_GUEST_DIR := $(GUESTS)
+export GOVMM_BIN       := $(BIN)
+
+.PHONY: all deps guests build run test vet fuzz bench clean
+
+all: build guests
+
+# Debian packages the build and tests use (gcc/binutils build the guests and
+# the KVM ABI probe). Installed only when missing.
+DEBS := gcc binutils make
+deps: $(CACHE)/.deps
+$(CACHE)/.deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+	@mkdir -p $(CACHE) && touch $@
+
+guests: deps
+	@$(MAKE) -s -C guest/baremetal OUT=$(GUESTS)
+
+build: deps
+	@mkdir -p $(dir $(BIN))
+	$(GO) build -o $(BIN) ./cmd/govmm
+
+# The main job: boot the default bare-metal guest (IPIs in x2APIC cluster
+# mode on 4 vCPUs) and print the exit accounting.
+run: build guests
+	$(BIN) run --cpus 4 --timeout 5m $(GUESTS)/ipi.elf mode=x2apic-cluster rounds=2
+
+vet:
+	$(GO) vet ./...
+
+# The test command (README, .ci/run): unit tests, fuzz seeds and the
+# integration tests that run every bare-metal guest on /dev/kvm, every
+# package (vCPU threads share the APIC, accounting and device state) under
+# the race detector; then short fuzzing runs of the register interfaces.
+test: build guests vet
+	$(GO) test -race -count=1 -timeout 50m ./...
+	$(MAKE) -s fuzz FUZZTIME=10s
+
+FUZZTIME ?= 60s
+fuzz:
+	@for f in $$($(GO) test -list 'Fuzz.*' ./vlapic/ | grep ^Fuzz); do \
+	  echo "fuzz $$f ($(FUZZTIME))"; \
+	  $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) ./vlapic/ >/dev/null || exit 1; \
+	done
+
+bench:
+	$(GO) test -run=NONE -bench=. -benchmem ./vlapic/
+
+clean:
+	rm -rf $(CACHE)
