@@ -90,13 +90,13 @@ func New(cfg Config) (vm *VM, err error) {
 			return nil, fmt.Errorf("%w: this host's KVM lacks %s", kvm.ErrNoKVM, c.name)
 		}
 	}
-	vm = &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1}
+	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1}
 	defer func() {
 		if err != nil {
-			vm.Close()
-			vm = nil
+			v.Close()
 		}
 	}()
+	vm = v
 	if vm.kvm, err = sys.CreateVM(); err != nil {
 		return nil, err
 	}

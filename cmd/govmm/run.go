@@ -26,6 +26,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
 	quiet := fs.Bool("quiet", false, "do not print the accounting table")
+	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
 	var mods moduleFlag
 	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
 	fs.Usage = func() {
@@ -49,7 +50,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("cannot read kernel image: %w", err)
 	}
 	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: kernel, Modules: mods.mods,
-		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout}
+		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath}
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}

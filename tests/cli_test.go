@@ -1,0 +1,109 @@
+package tests
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// govmmBin builds (or takes from GOVMM_BIN) the govmm binary.
+func govmmBin(t *testing.T) string {
+	if b := os.Getenv("GOVMM_BIN"); b != "" {
+		if _, err := os.Stat(b); err == nil {
+			return b
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "govmm")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/govmm").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestCLIBadInput: every bad input is one line on stderr and exit code 2,
+// never a panic or a stack trace.
+func TestCLIBadInput(t *testing.T) {
+	needKVM(t)
+	bin := govmmBin(t)
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.elf")
+	os.WriteFile(corrupt, bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef}, 4096), 0o644)
+	truncated := filepath.Join(dir, "truncated.elf")
+	img, err := os.ReadFile(filepath.Join(guestDir(t), "smp.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(truncated, img[:0x1000+64], 0o644) // header kept, segment cut
+	smp := filepath.Join(guestDir(t), "smp.elf")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"fly"}, "unknown command"},
+		{"no kernel", []string{"run"}, "needs a KERNEL"},
+		{"missing kernel", []string{"run", filepath.Join(dir, "nope.elf")}, "cannot read kernel image"},
+		{"corrupt kernel", []string{"run", corrupt}, "no Multiboot header"},
+		{"truncated kernel", []string{"run", truncated}, "ELF"},
+		{"zero cpus", []string{"run", "--cpus", "0", smp}, "cannot create 0 vCPUs"},
+		{"too many cpus", []string{"run", "--cpus", "100000", smp}, "cannot create 100000 vCPUs"},
+		{"negative cpus", []string{"run", "--cpus", "-3", smp}, "cannot create -3 vCPUs"},
+		{"bad memory", []string{"run", "--mem", "lots", smp}, "bad memory size"},
+		{"tiny memory", []string{"run", "--mem", "4K", smp}, "guest memory must be"},
+		{"no kvm", []string{"run", "--kvm", filepath.Join(dir, "kvm"), smp}, "kvm unavailable"},
+		{"not kvm", []string{"run", "--kvm", "/dev/null", smp}, "kvm unavailable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit = %v, want code 2; stderr:\n%s", err, stderr.String())
+			}
+			msg := stderr.String()
+			if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
+				t.Fatalf("crashed:\n%s", msg)
+			}
+			if !strings.Contains(msg, c.want) {
+				t.Fatalf("stderr %q does not say %q", msg, c.want)
+			}
+			lines := strings.Split(strings.TrimSpace(msg), "\n")
+			if c.want != "usage" && c.name != "no kernel" && len(lines) != 1 {
+				t.Fatalf("want one line, got %d:\n%s", len(lines), msg)
+			}
+		})
+	}
+}
+
+// TestCLIRunJSON runs a guest through the command and reads its JSON report.
+func TestCLIRunJSON(t *testing.T) {
+	needKVM(t)
+	bin := govmmBin(t)
+	js := filepath.Join(t.TempDir(), "acct.json")
+	cmd := exec.Command(bin, "run", "--cpus", "2", "--json", js, filepath.Join(guestDir(t), "smp.elf"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want the guest's PASS status 1\n%s", err, out)
+	}
+	for _, want := range []string{"PASS smp", "exits per vCPU", "mmio_apic_icr_write", "all_excluding_self"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"mmio_apic_icr_write": 2`)) {
+		t.Errorf("JSON lacks the BSP's two ICR writes:\n%s", data)
+	}
+}

@@ -1,0 +1,115 @@
+// Package tests runs govmm's bare-metal guests on the real /dev/kvm and
+// checks what they report and what govmm counted.
+package tests
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/vmm"
+)
+
+// guestDir is where the Makefile puts the guests (make guests).
+func guestDir(t testing.TB) string {
+	d := os.Getenv("GOVMM_GUEST_DIR")
+	if d == "" {
+		d = filepath.Join("..", ".cache", "guest")
+	}
+	if _, err := os.Stat(filepath.Join(d, "smp.elf")); err != nil {
+		t.Fatalf("bare-metal guests not built in %s (run 'make guests'): %v", d, err)
+	}
+	return d
+}
+
+// needKVM skips, loudly, when there is no usable /dev/kvm.
+func needKVM(t testing.TB) {
+	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
+	}
+	f.Close()
+}
+
+// syncBuffer is a console that several vCPU threads may write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// guestRun is one finished guest.
+type guestRun struct {
+	Console string
+	Status  int
+	Report  accounting.Report
+	KVM     map[string]uint64
+}
+
+// section returns measured section id of the run.
+func (g *guestRun) section(t *testing.T, id int) accounting.SectionReport {
+	t.Helper()
+	for _, s := range g.Report.Sections {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("guest closed no section %d (sections: %d)\nconsole:\n%s", id, len(g.Report.Sections), g.Console)
+	return accounting.SectionReport{}
+}
+
+// runGuest boots guest name with cpus vCPUs and the command line, and
+// requires it to PASS (debug-exit status 1).
+func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) *guestRun {
+	t.Helper()
+	needKVM(t)
+	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var con syncBuffer
+	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con}
+	if !x2apic {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		t.Fatalf("vmm.New: %v", err)
+	}
+	defer vm.Close()
+	res := vm.Run(5 * time.Minute)
+	g := &guestRun{Console: con.String(), Status: res.Status, Report: vm.Accounting().Report()}
+	g.KVM, _ = vm.KVMStats()
+	if res.Err != nil {
+		t.Fatalf("%s %q on %d vCPUs: %v\nconsole:\n%s", name, cmdline, cpus, res.Err, g.Console)
+	}
+	stem := strings.TrimSuffix(name, ".elf")
+	if res.Status != 1 || !strings.Contains(g.Console, "PASS "+stem) {
+		t.Fatalf("%s %q on %d vCPUs: status %d, want PASS (1)\nconsole:\n%s", name, cmdline, cpus, res.Status, g.Console)
+	}
+	if strings.Contains(g.Console, "FAIL") {
+		t.Fatalf("%s reported a failure:\n%s", name, g.Console)
+	}
+	return g
+}
+
+// exits is a cause's count in a report.
+func exits(r accounting.CPUReport, cause accounting.Cause) uint64 {
+	return r.ByCause[cause.String()]
+}

@@ -1,0 +1,58 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/govmm/govmm/accounting"
+)
+
+var cpuCounts = []int{1, 2, 4, 64}
+
+// TestSMPBringUp starts every AP with one INIT and one SIPI broadcast
+// (all-excluding-self) and checks each one arrived with its own APIC ID.
+func TestSMPBringUp(t *testing.T) {
+	for _, n := range cpuCounts {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			g := runGuest(t, "smp.elf", n, false, "")
+			bsp := g.Report.CPUs[0]
+			want := uint64(0)
+			if n > 1 {
+				want = 2 // INIT + SIPI, each one ICR write to all-excluding-self
+			}
+			if got := exits(bsp, accounting.APICCause(false, true, 0x30)); got != want {
+				t.Errorf("BSP ICR writes = %d, want %d", got, want)
+			}
+			if got := bsp.IPIDelivered["all_excluding_self"]; got != uint64(2*(n-1)) {
+				t.Errorf("INIT/SIPI deliveries = %d, want %d", got, 2*(n-1))
+			}
+			for _, c := range g.Report.CPUs[1:] {
+				if c.Wakeups < 1 {
+					t.Errorf("AP %d never left wait-for-SIPI", c.CPU)
+				}
+			}
+			checkKVMAgrees(t, g)
+		})
+	}
+}
+
+// checkKVMAgrees compares govmm's counts with KVM's own statistics where
+// KVM keeps one that means the same thing on this host.
+func checkKVMAgrees(t *testing.T, g *guestRun) {
+	t.Helper()
+	if g.KVM == nil {
+		t.Fatal("no KVM statistics (KVM_GET_STATS_FD)")
+	}
+	var mmio uint64
+	for name, n := range g.Report.Total.ByCause {
+		if len(name) > 5 && name[:5] == "mmio_" {
+			mmio += n
+		}
+	}
+	if k := g.KVM["mmio_exits"]; k != mmio {
+		t.Errorf("KVM counted %d MMIO exits, govmm %d", k, mmio)
+	}
+	if k := g.KVM["exits"]; k < g.Report.Total.Exits-exits(g.Report.Total, accounting.CauseKick) {
+		t.Errorf("KVM counted %d exits in all, fewer than govmm's %d user-space exits", k, g.Report.Total.Exits)
+	}
+}
