@@ -52,6 +52,9 @@ func checkKVMAgrees(t *testing.T, g *guestRun) {
 	if k := g.KVM["mmio_exits"]; k != mmio {
 		t.Errorf("KVM counted %d MMIO exits, govmm %d", k, mmio)
 	}
+	if k, ok := g.KVM["halt_exits"]; ok && k != exits(g.Report.Total, accounting.CauseHLT) {
+		t.Errorf("KVM counted %d HLT exits, govmm %d", k, exits(g.Report.Total, accounting.CauseHLT))
+	}
 	if k := g.KVM["exits"]; k < g.Report.Total.Exits-exits(g.Report.Total, accounting.CauseKick) {
 		t.Errorf("KVM counted %d exits in all, fewer than govmm's %d user-space exits", k, g.Report.Total.Exits)
 	}

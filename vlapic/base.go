@@ -5,7 +5,7 @@ package vlapic
 
 // baseReserved are APIC_BASE bits that #GP when set: 7:0, 9, and the bits
 // above a 52-bit MAXPHYADDR.
-const baseReserved = 0x2FF | ^uint64(0)<<52
+const baseReserved = 0x2FF | 0xFFF0_0000_0000_0000
 
 // Base returns the APIC_BASE MSR.
 func (a *LAPIC) Base() uint64 {
@@ -64,7 +64,6 @@ func (a *LAPIC) SetBase(v uint64) error {
 		switch mode {
 		case ModeDisabled:
 			a.xid = uint8(a.cpu)
-			a.t.stop()
 			a.resetLocked()
 		case ModeXAPIC:
 			a.xid = uint8(a.cpu)

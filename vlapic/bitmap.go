@@ -7,9 +7,9 @@ import "math/bits"
 
 type vec256 [8]uint32
 
-func (v *vec256) set(n uint8)        { v[n>>5] |= 1 << (n & 31) }
-func (v *vec256) clear(n uint8)      { v[n>>5] &^= 1 << (n & 31) }
-func (v *vec256) test(n uint8) bool  { return v[n>>5]&(1<<(n&31)) != 0 }
+func (v *vec256) set(n uint8)       { v[n>>5] |= 1 << (n & 31) }
+func (v *vec256) clear(n uint8)     { v[n>>5] &^= 1 << (n & 31) }
+func (v *vec256) test(n uint8) bool { return v[n>>5]&(1<<(n&31)) != 0 }
 func (v *vec256) put(n uint8, b bool) {
 	if b {
 		v.set(n)

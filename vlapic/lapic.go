@@ -27,24 +27,24 @@ type LAPIC struct {
 	ppr     atomic.Uint32 // mirror of pprv
 	lpWins  atomic.Uint64 // lowest-priority interrupts won, for tie-breaking
 
-	mu    sync.Mutex
-	base  uint64
-	mode  Mode
-	xid   uint8 // xAPIC ID; the x2APIC ID is always cpu
-	ldr   uint32
-	dfr   uint32
-	svr   uint32
-	tpr   uint32
-	pprv  uint32
-	irr   vec256
-	isr   vec256
-	tmr   vec256
-	esr   uint32 // readable ESR, latched from esrAcc by an ESR write
+	mu     sync.Mutex
+	base   uint64
+	mode   Mode
+	xid    uint8 // xAPIC ID; the x2APIC ID is always cpu
+	ldr    uint32
+	dfr    uint32
+	svr    uint32
+	tpr    uint32
+	pprv   uint32
+	irr    vec256
+	isr    vec256
+	tmr    vec256
+	esr    uint32 // readable ESR, latched from esrAcc by an ESR write
 	esrAcc uint32
-	lvt   [nLVT]uint32
-	icr   uint64 // x2APIC ICR; in xAPIC mode ICR2 is in bits 63:32
-	t     timer
-	ev    Events
+	lvt    [nLVT]uint32
+	icr    uint64 // x2APIC ICR; in xAPIC mode ICR2 is in bits 63:32
+	t      timer
+	ev     Events
 }
 
 // resetLocked puts every register except the APIC ID, APIC_BASE and the
@@ -77,10 +77,10 @@ func makeKey(mode Mode, model, xid, ldr uint8) uint32 {
 	return uint32(mode) | uint32(model&0xF)<<4 | uint32(xid)<<8 | uint32(ldr)<<16
 }
 
-func keyMode(k uint32) Mode    { return Mode(k & 3) }
-func keyModel(k uint32) uint8  { return uint8(k>>4) & 0xF }
-func keyXID(k uint32) uint8    { return uint8(k >> 8) }
-func keyLDR(k uint32) uint8    { return uint8(k >> 16) }
+func keyMode(k uint32) Mode   { return Mode(k & 3) }
+func keyModel(k uint32) uint8 { return uint8(k>>4) & 0xF }
+func keyXID(k uint32) uint8   { return uint8(k >> 8) }
+func keyLDR(k uint32) uint8   { return uint8(k >> 16) }
 
 // publishLocked refreshes the atomic mirrors and reports whether the routing
 // key changed, in which case the caller must rebuild the routes after

@@ -122,8 +122,9 @@ func (b *Bus) rebuild() {
 	b.routes.Store(r)
 }
 
-// forTargets calls fn for every LAPIC that m addresses, in ascending
-// destination order. Disabled LAPICs may be visited; accept rejects them.
+// forTargets calls fn once for every LAPIC that m addresses: CPU order for
+// broadcasts, shorthands and x2APIC, LDR bit order for xAPIC logical.
+// Hardware-disabled LAPICs may be visited; accept rejects them.
 func (b *Bus) forTargets(m *Message, fn func(a *LAPIC)) {
 	n := len(b.lapics)
 	switch m.Shorthand {
@@ -189,11 +190,7 @@ func (b *Bus) forTargets(m *Message, fn func(a *LAPIC)) {
 			return
 		}
 		if !r.cluster {
-			for w := uint8(dest); w != 0; w &= w - 1 {
-				if c := r.flat[bits.TrailingZeros8(w)]; c != noCPU {
-					fn(&b.lapics[c])
-				}
-			}
+			visitOnce(b, r.flat[:], uint8(dest), fn)
 			return
 		}
 		if dest > 0xFF {
@@ -204,14 +201,32 @@ func (b *Bus) forTargets(m *Message, fn func(a *LAPIC)) {
 			lo, hi = 0, 14
 		}
 		for c := lo; c <= hi; c++ {
-			for w := uint8(dest & 0xF); w != 0; w &= w - 1 {
-				if cpu := r.clusters[c][bits.TrailingZeros8(w)]; cpu != noCPU {
-					fn(&b.lapics[cpu])
-				}
-			}
+			visitOnce(b, r.clusters[c][:], uint8(dest&0xF), fn)
 		}
 	case routeSlow:
 		b.forSlow(m, fn)
+	}
+}
+
+// visitOnce visits the CPUs owning the bits of mask in tab (one LDR bit
+// -> CPU); a CPU whose LDR has several of the bits is visited once.
+func visitOnce(b *Bus, tab []int32, mask uint8, fn func(a *LAPIC)) {
+	var seen [8]int32
+	ns := 0
+outer:
+	for w := mask; w != 0; w &= w - 1 {
+		c := tab[bits.TrailingZeros8(w)]
+		if c == noCPU {
+			continue
+		}
+		for _, s := range seen[:ns] {
+			if s == c {
+				continue outer
+			}
+		}
+		seen[ns] = c
+		ns++
+		fn(&b.lapics[c])
 	}
 }
 

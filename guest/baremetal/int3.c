@@ -1,0 +1,51 @@
+/* int3: switch to 64-bit long mode (first 4 GiB identity-mapped with 2 MiB
+ * pages, APIC page included), run int3 three times with a counting #BP
+ * handler and check each returned right after its int3. No parameters.
+ * On the development host int3 in 64-bit kernel mode is an emulation
+ * failure: the VMM must advance RIP and inject #BP (vector 3). */
+#include "rt.h"
+
+const char guest_name[] = "int3";
+
+u64 idt64[256 * 2] __attribute__((aligned(16)));
+static u64 pml4[512] __attribute__((aligned(4096)));
+static u64 pdpt[512] __attribute__((aligned(4096)));
+static u64 pd[4][512] __attribute__((aligned(4096)));
+
+extern volatile u32 bp_count, bp_rip[8], bp_rip_hi;
+extern char bp64[], bad64[], int3_ret1[], int3_ret2[], int3_ret3[];
+void run64(u64 *pml4);
+
+static void gate64(int v, void *handler)
+{
+	u32 a = (u32)handler;
+	/* 64-bit interrupt gate, selector 0x18, no IST; offset[63:32] = 0 */
+	idt64[2 * v] = (a & 0xffff) | 0x18u << 16 | (u64)((a & 0xffff0000) | 0x8E00) << 32;
+	idt64[2 * v + 1] = 0;
+}
+
+void test_main(void)
+{
+	u32 *want[3] = { (u32 *)int3_ret1, (u32 *)int3_ret2, (u32 *)int3_ret3 };
+
+	for (int i = 0; i < 2048; i++)  /* P|RW|PS, PCD|PWT from 3 GiB (MMIO) */
+		pd[i >> 9][i & 511] = (u64)i << 21 | 0x83 | (i >= 1536 ? 0x18 : 0);
+	for (int i = 0; i < 4; i++)
+		pdpt[i] = (u32)pd[i] | 3;
+	pml4[0] = (u32)pdpt | 3;
+	for (int v = 0; v < 32; v++)
+		gate64(v, v == 3 ? bp64 : bad64);
+
+	run64(pml4);
+	ok("long mode entered and left (compatibility mode)");
+	check(bp_count == 3, "int3 handler ran 3 times", "ran %u times", bp_count);
+	for (u32 i = 0; i < 3 && i < bp_count; i++) {
+		printf("# int3 #%u returned to %x, want %x\n", i + 1, bp_rip[i], (u32)want[i]);
+		if (bp_rip[i] != (u32)want[i] || bp_rip_hi)
+			fail("int3 return address", "#%u: rip %x:%x, want the byte after int3 %x",
+			     i + 1, bp_rip_hi, bp_rip[i], (u32)want[i]);
+	}
+	check(bp_count == 3 && bp_rip[0] == (u32)want[0] && bp_rip[1] == (u32)want[1] &&
+	      bp_rip[2] == (u32)want[2] && !bp_rip_hi,
+	      "execution continued right after each int3", "see above");
+}

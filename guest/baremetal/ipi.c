@@ -1,0 +1,373 @@
+/* ipi: IPI delivery in one APIC mode, with exactly countable APIC accesses.
+ *
+ * cmdline: mode=xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster
+ *          rounds=R (default 2)  lowprio=strict|any (default strict)
+ *          bcast=logical|phys (default: logical in logical modes)
+ * lowprio=any and bcast=phys only exist for QEMU's APIC, which picks the
+ * first CPU of a lowest-priority set and ignores logical destination 0xFF
+ * in cluster mode (and for LDR 0 CPUs in flat mode); KVM and the SDM don't.
+ *
+ * Accounting sections (port 0x660), BSP only writes the markers:
+ *   1 unicast   vector 0x40, one IPI per round per member AP
+ *   2 multicast vector 0x41, fewest ICR writes the mode allows, per round
+ *   3 broadcast vector 0x44 all-excluding-self shorthand, then vector 0x46
+ *               to destination 0xFF / 0xFFFFFFFF (BSP receives it too)
+ * Inside a section the BSP touches the APIC only to send (xAPIC: read ICR,
+ * write ICR2, write ICR; shorthand: read ICR, write ICR; x2APIC: one WRMSR)
+ * and to EOI (section 3), and every receiver only writes EOI once per IPI.
+ * Waiting is done on memory counters. "Members" are the APs with a logical
+ * ID of their own: all in physical and x2APIC cluster modes, APIC IDs 1..7 in
+ * xapic-flat, 1..59 in xapic-cluster. Outside sections: self-IPI, TPR
+ * masking, lowest-priority arbitration (logical modes) and, in x2APIC
+ * modes, #GP on a reserved ICR bit. At the end every CPU's received count per
+ * vector must equal what was sent to it. */
+#include "rt.h"
+
+const char guest_name[] = "ipi";
+
+enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, NMODES };
+static const char *const mode_names[NMODES] = {
+	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster",
+};
+
+enum {                                  /* vectors, 0x40 + index into got[] */
+	V_UNI = 0x40, V_MULTI, V_CMD, V_LOWPRI, V_ALLBUT, V_TPR, V_BCAST, V_SELF, V_GP,
+};
+#define NV 16
+
+static int mode, logical;
+static u32 n, rounds;
+static volatile u32 got[NV][MAX_CPUS];  /* handler runs, per vector and APIC ID */
+static volatile u32 tot[NV];            /* handler runs, per vector */
+static u32 sent[NV][MAX_CPUS];          /* IPIs the BSP addressed to each APIC ID */
+static volatile u32 want_tpr[MAX_CPUS]; /* V_CMD: the receiver sets its TPR */
+static volatile u32 setup_err[MAX_CPUS], setup_val[MAX_CPUS];
+static volatile u32 ready;
+static volatile u32 gp_expected, gp_seen;
+static u32 acc0[MAX_CPUS];
+
+/* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
+ * before counting: once the BSP sees the count, the EOI exit is over. */
+static void on_ipi(struct frame *f)
+{
+	u32 me = cpu_apicid[this_cpu()] & (MAX_CPUS - 1), v = f->vec - 0x40;
+	if (f->vec == V_CMD)
+		apic_write(APIC_TPR, want_tpr[me]);
+	apic_eoi();
+	got[v][me]++;
+	atomic_inc(&tot[v]);
+}
+
+static void on_gp(struct frame *f)
+{
+	if (!gp_expected)
+		die("#GP", "unexpected #GP at eip %x error %x", f->eip, f->err);
+	gp_seen++;
+	f->eip += 2;                    /* skip the faulting WRMSR (0F 30) */
+}
+
+/* APs with a logical ID of their own take part in unicast/multicast. */
+static int member(u32 id)
+{
+	return mode == XFLAT ? id < 8 : mode == XCLUSTER ? id < 60 : 1;
+}
+
+/* Logical destination naming exactly this CPU (its LDR). */
+static u32 logical_id(u32 id)
+{
+	switch (mode) {
+	case XFLAT:    return 1u << id;
+	case XCLUSTER: return (id / 4) << 4 | 1u << (id % 4);
+	default:       return (id >> 4) << 16 | 1u << (id & 15);   /* x2APIC */
+	}
+}
+
+static void send_to(u32 id, u32 vec)
+{
+	if (logical)
+		apic_icr(logical_id(id), ICR_LOGICAL | vec);
+	else
+		apic_icr(id, vec);
+	sent[vec - 0x40][id]++;
+}
+
+static void wait_tot(u32 vec, u32 want, const char *what)
+{
+	if (!WAIT(tot[vec - 0x40] >= want, 10))
+		die(what, "timeout: vector %x delivered %u times, want %u",
+		    vec, tot[vec - 0x40], want);
+}
+
+/* Per CPU, outside any section: APIC mode, software enable, logical ID. */
+static u32 setup_cpu(int idx)
+{
+	if (mode >= X2PHYS && !x2apic_enable()) {
+		setup_err[idx] = 1;
+		return ~0u;
+	}
+	u32 id = apic_id();
+	apic_write(APIC_SVR, 0x1FF);
+	apic_write(APIC_TPR, 0);
+	if (mode == XFLAT || mode == XCLUSTER) {
+		apic_write(APIC_DFR, mode == XFLAT ? 0xFFFFFFFF : 0x0FFFFFFF);
+		apic_write(APIC_LDR, id < MAX_CPUS && member(id) ? logical_id(id) << 24 : 0);
+	}
+	if (mode == X2CLUSTER) {        /* read-only, derived from the ID */
+		u32 ldr = apic_read(APIC_LDR);
+		if (ldr != logical_id(id))
+			setup_err[idx] = 2, setup_val[idx] = ldr;
+	}
+	return id;
+}
+
+static void ap_main(int idx)
+{
+	cpu_apicid[idx] = setup_cpu(idx);
+	atomic_inc(&ready);
+	for (;;)
+		asm volatile("sti; hlt");
+}
+
+/* ---- accounting sections ---- */
+static void sec_begin(u32 s)
+{
+	for (u32 i = 0; i < n; i++)
+		acc0[i] = apic_acc[i];
+	section(s);
+}
+
+/* Close the section, print the APIC accesses the guest made in it and check
+ * them against the expectation (the VMM's exit counts must match these). */
+static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u32 other_want)
+{
+	u32 bad = 0, bad_idx = 0, bad_d = 0, nm = 0;
+	section(0);
+	u32 bsp = apic_acc[0] - acc0[0];
+	for (u32 i = 1; i < n; i++) {
+		u32 d = apic_acc[i] - acc0[i], m = member(cpu_apicid[i]);
+		nm += m;
+		if (d != (m ? member_want : other_want) && !bad++)
+			bad_idx = i, bad_d = d;
+	}
+	printf("# %s: icr_sends=%u bsp_apic=%u member_aps=%u apic_each=%u other_aps=%u apic_each=%u\n",
+	       name, icrs, bsp, nm, member_want, n - 1 - nm, other_want);
+	if (bsp != bsp_want)
+		fail(name, "BSP made %u APIC accesses, want %u", bsp, bsp_want);
+	else if (bad)
+		fail(name, "%u APs off, e.g. APIC ID %u made %u accesses",
+		     bad, cpu_apicid[bad_idx], bad_d);
+	else
+		printf("ok %s: apic accesses as expected\n", name);
+}
+
+/* Section 2 sends: returns the number of ICR writes. */
+static u32 multicast(u32 vec)
+{
+	u32 icrs = 0;
+	if (!logical) {                 /* physical: one ICR per AP */
+		for (u32 id = 1; id < n; id++, icrs++)
+			send_to(id, vec);
+	} else if (mode == XFLAT) {     /* one ICR, 8-bit mask */
+		u32 mask = 0;
+		for (u32 id = 1; id < n && id < 8; id++)
+			mask |= 1u << id, sent[vec - 0x40][id]++;
+		if (mask)
+			apic_icr(mask, ICR_LOGICAL | vec), icrs++;
+	} else {                        /* one ICR per cluster: 4 (xAPIC) / 16 (x2APIC) */
+		u32 per = mode == XCLUSTER ? 4 : 16, lim = mode == XCLUSTER && n > 60 ? 60 : n;
+		for (u32 base = 0; base < lim; base += per) {
+			u32 mask = 0;
+			for (u32 id = base ? base : 1; id < base + per && id < lim; id++)
+				mask |= 1u << (id - base), sent[vec - 0x40][id]++;
+			if (!mask)
+				continue;
+			apic_icr(mode == XCLUSTER ? (base / 4) << 4 | mask : (base / 16) << 16 | mask,
+				 ICR_LOGICAL | vec);
+			icrs++;
+		}
+	}
+	return icrs;
+}
+
+static void set_tpr(u32 id, u32 tpr)    /* on another CPU, via V_CMD */
+{
+	u32 t = tot[V_CMD - 0x40];
+	want_tpr[id] = tpr;
+	send_to(id, V_CMD);
+	wait_tot(V_CMD, t + 1, "tpr command");
+}
+
+/* Lowest priority to a logical set inside one cluster (one ICR can only
+ * name one): APIC IDs 1..7 (flat), 1..3 (xAPIC cluster 0), 1..15 (x2APIC
+ * cluster 0). */
+static void lowprio_test(int strict)
+{
+	u32 lim = mode == XFLAT ? 8 : mode == XCLUSTER ? 4 : 16, mask = 0;
+	if (lim > n)
+		lim = n;
+	if (lim < 2) {
+		printf("# lowest priority: skipped, no AP in the logical group\n");
+		return;
+	}
+	for (u32 id = 1; id < lim; id++)
+		mask |= 1u << id;       /* cluster 0: the MDA is just the mask */
+	u32 k = 2 * (lim - 1), t0 = tot[V_LOWPRI - 0x40];
+	for (u32 i = 0; i < k; i++) {
+		apic_icr(mask, ICR_LOGICAL | ICR_LOWPRI | V_LOWPRI);
+		wait_tot(V_LOWPRI, t0 + i + 1, "lowest priority");
+	}
+	delay(TSC_SEC / 50);
+	check(tot[V_LOWPRI - 0x40] == t0 + k, "lowest priority: exactly one receiver per IPI",
+	      "%u IPIs to mask %x gave %u deliveries", k, mask, tot[V_LOWPRI - 0x40] - t0);
+	if (lim < 3)
+		return;
+	/* All but the last CPU get TPR 0x30 (class 3 < 4: a wrong pick still
+	 * accepts vector 0x43, so a mistake shows as the wrong receiver, not a
+	 * hang). The last one keeps TPR 0: it must win. */
+	u32 x = lim - 1, before = got[V_LOWPRI - 0x40][x];
+	for (u32 id = 1; id < x; id++)
+		set_tpr(id, 0x30);
+	u32 t = tot[V_LOWPRI - 0x40];
+	apic_icr(mask, ICR_LOGICAL | ICR_LOWPRI | V_LOWPRI);
+	wait_tot(V_LOWPRI, t + 1, "lowest priority");
+	if (got[V_LOWPRI - 0x40][x] == before + 1)
+		printf("ok lowest priority: the only TPR-0 CPU (APIC ID %u) got it\n", x);
+	else if (strict)
+		fail("lowest priority TPR", "APIC ID %u (TPR 0, others 0x30) did not get the IPI", x);
+	else
+		printf("# lowest priority TPR: APIC ID %u (TPR 0) not picked; ignored, lowprio=any\n", x);
+	for (u32 id = 1; id < x; id++)
+		set_tpr(id, 0);
+}
+
+void test_main(void)
+{
+	const char *m = param("mode");
+	for (mode = 0; mode < NMODES && !(m && streq(m, mode_names[mode])); mode++)
+		;
+	if (mode == NMODES)
+		die("mode", "mode=%s: want xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster",
+		    m ? m : "(missing)");
+	const char *lp = param("lowprio"), *bc = param("bcast");
+	int strict = !(lp && streq(lp, "any")), x2 = mode >= X2PHYS;
+	logical = mode == XFLAT || mode == XCLUSTER || mode == X2CLUSTER;
+	int bcast_logical = logical && !(bc && streq(bc, "phys"));
+	rounds = param_u32("rounds", 2);
+	n = ncpus;
+	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
+	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
+	if (x2 && !has_x2apic())
+		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
+
+	for (int v = 0x40; v < 0x40 + NV; v++)
+		isr_table[v] = on_ipi;
+	isr_table[13] = on_gp;
+	cpu_apicid[0] = setup_cpu(0);
+	if (setup_err[0] || cpu_apicid[0] != 0)
+		die("bsp setup", "APIC ID %u, error %u (LDR %x)", cpu_apicid[0], setup_err[0], setup_val[0]);
+	sti();                          /* the BSP receives in section 3 and self tests */
+
+	/* ---- bring-up (outside sections) ---- */
+	if (n > 1) {
+		smp_boot(ap_main);
+		if (!WAIT(ready == n - 1, 60))
+			die("ap bring-up", "%u of %u APs ready", ready, n - 1);
+	}
+	static u8 seen[MAX_CPUS];
+	for (u32 i = 0; i < n; i++) {
+		u32 id = cpu_apicid[i];
+		if (setup_err[i])
+			die("ap setup", "cpu index %u: %s (LDR %x, want %x)", i,
+			    setup_err[i] == 1 ? "no x2APIC" : "x2APIC LDR not derived from the ID",
+			    setup_val[i], logical_id(id));
+		if (id >= n || seen[id])
+			die("apic ids", "cpu index %u has APIC ID %u: want distinct IDs 0..%u", i, id, n - 1);
+		seen[id] = 1;
+	}
+	printf("ok %u cpus up, APIC IDs 0..%u, mode %s set on each\n", n, n - 1, mode_names[mode]);
+	if (mode == X2CLUSTER)
+		ok("x2apic cluster LDR = (id>>4)<<16 | 1<<(id&15) on every cpu");
+
+	u32 k = x2 ? 1 : 3, s = x2 ? 1 : 2, members = 0, icrs = 0, want;
+	for (u32 id = 1; id < n; id++)
+		members += member(id);
+
+	/* ---- section 1: unicast ---- */
+	want = 0;
+	sec_begin(1);
+	for (u32 r = 0; r < rounds; r++)
+		for (u32 id = 1; id < n; id++) {
+			if (!member(id))
+				continue;
+			send_to(id, V_UNI);
+			wait_tot(V_UNI, ++want, "unicast");
+		}
+	sec_end("section 1 unicast", want, k * want, rounds, 0);
+
+	/* ---- section 2: multicast ---- */
+	icrs = 0;
+	sec_begin(2);
+	for (u32 r = 0; r < rounds; r++) {
+		icrs += multicast(V_MULTI);
+		wait_tot(V_MULTI, members * (r + 1), "multicast");
+	}
+	sec_end("section 2 multicast", icrs, k * icrs, rounds, 0);
+
+	/* ---- section 3: broadcast ---- */
+	sec_begin(3);
+	for (u32 r = 0; r < rounds; r++) {
+		apic_icr_short(ICR_ALLBUT | V_ALLBUT);
+		wait_tot(V_ALLBUT, (n - 1) * (r + 1), "broadcast all-but-self");
+		apic_icr(x2 ? 0xFFFFFFFF : 0xFF, (bcast_logical ? ICR_LOGICAL : 0) | V_BCAST);
+		wait_tot(V_BCAST, n * (r + 1), "broadcast destination");
+	}
+	sec_end("section 3 broadcast", 2 * rounds, rounds * (s + k + 1), 2 * rounds, 2 * rounds);
+	for (u32 id = 0; id < n; id++) {
+		sent[V_ALLBUT - 0x40][id] += id ? rounds : 0;
+		sent[V_BCAST - 0x40][id] += rounds;
+	}
+
+	/* ---- outside sections ---- */
+	apic_self_ipi(V_SELF);
+	sent[V_SELF - 0x40][0]++;
+	check(WAIT(got[V_SELF - 0x40][0] == 1, 5), x2 ? "self-IPI (SELF_IPI MSR 0x83F)" :
+	      "self-IPI (ICR self shorthand)", "not received");
+
+	apic_write(APIC_TPR, 0x50);     /* class 5 masks vector 0x45 (class 4) */
+	apic_self_ipi(V_TPR);
+	sent[V_TPR - 0x40][0]++;
+	delay(TSC_SEC / 50);
+	u32 irr = apic_read(APIC_IRR + (V_TPR >> 5) * 0x10);
+	check(got[V_TPR - 0x40][0] == 0 && (irr >> (V_TPR & 31) & 1),
+	      "TPR 0x50 holds vector 0x45 pending in IRR", "received %u, IRR[%x]=%x",
+	      got[V_TPR - 0x40][0], V_TPR >> 5, irr);
+	apic_write(APIC_TPR, 0);
+	check(WAIT(got[V_TPR - 0x40][0] == 1, 5), "TPR 0 releases vector 0x45", "not received");
+
+	if (logical)
+		lowprio_test(strict);
+
+	if (x2) {                       /* ICR bit 20 is reserved: #GP, no IPI */
+		u32 before = gp_seen;
+		gp_expected = 1;
+		asm volatile("wrmsr" :: "c"(0x830), "a"(0x00100000 | V_GP), "d"(0) : "memory");
+		gp_expected = 0;
+		check(gp_seen == before + 1, "x2APIC ICR reserved bit -> #GP", "no #GP");
+	}
+
+	/* ---- every CPU got exactly what was sent to it ---- */
+	delay(TSC_SEC / 20);
+	u32 bad = 0;
+	for (u32 v = 0; v < NV; v++)
+		for (u32 id = 0; id < n; id++) {
+			if (v == V_LOWPRI - 0x40 || got[v][id] == sent[v][id])
+				continue;
+			if (bad++ < 4)
+				printf("# APIC ID %u vector %x: received %u, sent %u\n",
+				       id, v + 0x40, got[v][id], sent[v][id]);
+		}
+	check(!bad, "per-cpu received counts equal sent counts", "%u mismatches", bad);
+	printf("# summary mode=%s cpus=%u rounds=%u member_aps=%u unicast=%u multicast_icrs=%u "
+	       "broadcast_icrs=%u bsp_apic_per_icr=%u per_shorthand=%u\n",
+	       mode_names[mode], n, rounds, members, want, icrs, 2 * rounds, k, s);
+}

@@ -1,0 +1,107 @@
+/* 64-bit half of the int3 guest: enter long mode, execute int3 three times
+ * with a counting #BP handler, and come back to 32-bit code (compatibility
+ * mode, paging stays on) so the C runtime can report. */
+	.text
+	.code32
+	.globl run64
+run64:                                  /* void run64(u64 *pml4) */
+	push %ebx
+	push %esi
+	push %edi
+	push %ebp
+	mov 20(%esp), %eax
+	mov %eax, %cr3
+	mov %cr4, %eax
+	or $0x20, %eax                  /* PAE */
+	mov %eax, %cr4
+	mov $0xC0000080, %ecx           /* EFER.LME */
+	rdmsr
+	or $0x100, %eax
+	wrmsr
+	mov %cr0, %eax
+	or $0x80000000, %eax            /* PG: long mode active */
+	mov %eax, %cr0
+	ljmp $0x18, $1f
+
+	.code64
+	/* ELF32 cannot hold 64-bit absolute relocations: use RIP-relative. */
+1:	lidt idt64_ptr(%rip)
+	mov %esp, %esp                  /* clear RSP[63:32] */
+	/* On the development host int3 in 64-bit kernel mode fails emulation
+	 * and the VMM injects #BP with RIP past the 0xCC byte. */
+	int3
+	.globl int3_ret1, int3_ret2, int3_ret3
+int3_ret1:
+	int3
+int3_ret2:
+	int3
+int3_ret3:
+	pushq $0x08                     /* back to 32-bit code: compatibility mode */
+	lea 2f(%rip), %rax
+	push %rax
+	lretq
+
+	.code32
+2:	mov $0x10, %eax
+	mov %eax, %ss
+	pop %ebp
+	pop %edi
+	pop %esi
+	pop %ebx
+	ret
+
+	.code64
+	.globl bp64, bad64
+bp64:                                   /* #BP: record the return RIP, count */
+	push %rax
+	push %rcx
+	push %rdx
+	movl bp_count(%rip), %ecx
+	cmp $8, %ecx
+	jae 1f
+	movq 24(%rsp), %rax
+	lea bp_rip(%rip), %rdx
+	movl %eax, (%rdx,%rcx,4)
+	shr $32, %rax
+	orl %eax, bp_rip_hi(%rip)
+1:	incl bp_count(%rip)
+	pop %rdx
+	pop %rcx
+	pop %rax
+	iretq
+
+bad64:                                  /* any other vector: report and exit 1 */
+	mov $bad_msg, %esi
+1:	movzbl (%rsi), %ebx
+	test %ebx, %ebx
+	jz 3f
+	mov $0x3fd, %edx
+2:	inb %dx, %al
+	test $0x20, %al
+	jz 2b
+	mov $0x3f8, %edx
+	mov %bl, %al
+	outb %al, %dx
+	inc %rsi
+	jmp 1b
+3:	mov $0xf4, %edx
+	mov $1, %eax
+	outl %eax, %dx
+4:	cli
+	hlt
+	jmp 4b
+
+	.data
+	.globl bp_count, bp_rip, bp_rip_hi, idt64_ptr
+bp_count:  .long 0
+bp_rip_hi: .long 0
+bp_rip:    .fill 8, 4, 0
+	.align 4
+	.word 0
+idt64_ptr:
+	.word 256 * 16 - 1
+	.long idt64, 0
+bad_msg:
+	.asciz "FAIL long mode: unexpected exception\nFAIL int3\n"
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,143 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// ipiModes are the destination modes ipi.elf exercises.
+var ipiModes = []string{"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster"}
+
+const rounds = 2
+
+// ipiExpect is what the guest code makes deterministic: the APIC exits the
+// BSP takes to send, and the EOIs each receiver takes, in each section.
+type ipiExpect struct {
+	x2      bool
+	members int // APs that take part in unicast and multicast
+	// ICR writes per section (1 unicast, 2 multicast, 3 broadcast).
+	icr [4]int
+}
+
+func expectFor(mode string, n int) ipiExpect {
+	e := ipiExpect{x2: strings.HasPrefix(mode, "x2apic")}
+	switch mode {
+	case "xapic-flat":
+		e.members = min(n, 8) - 1 // flat logical: 8 LDR bits
+	case "xapic-cluster":
+		e.members = min(n, 60) - 1 // 15 clusters of 4
+	default:
+		e.members = n - 1
+	}
+	p := e.members
+	e.icr[1] = rounds * p // one ICR write per unicast IPI
+	perRound := 0
+	switch {
+	case p == 0:
+	case strings.HasSuffix(mode, "-phys"):
+		perRound = p // physical: one ICR per destination
+	case mode == "xapic-flat":
+		perRound = 1 // one ICR names all 8 bits
+	case mode == "xapic-cluster":
+		perRound = p/4 + 1 // one per 4-CPU cluster holding members
+	case mode == "x2apic-cluster":
+		perRound = p/16 + 1 // one per 16-CPU cluster
+	}
+	e.icr[2] = rounds * perRound
+	e.icr[3] = rounds * 2 // all-excluding-self shorthand + broadcast destination
+	return e
+}
+
+// TestIPIExitCounts runs ipi.elf in every destination mode and checks, in
+// each measured section, exactly the exits the guest code implies:
+//   - x2APIC: one ICR WRMSR per IPI (per destination in physical mode, per
+//     16-CPU cluster in cluster mode), nothing else on the sender;
+//   - xAPIC: per IPI an ICR idle read, an ICR2 write and an ICR write (a
+//     shorthand needs no ICR2);
+//   - every receiver one EOI per IPI it got.
+func TestIPIExitCounts(t *testing.T) {
+	for _, mode := range ipiModes {
+		for _, n := range cpuCounts {
+			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
+				e := expectFor(mode, n)
+				g := runGuest(t, "ipi.elf", n, e.x2, fmt.Sprintf("mode=%s rounds=%d", mode, rounds))
+				checkKVMAgrees(t, g)
+				icrW := accounting.APICCause(e.x2, true, uint16(vlapic.RegICR))
+				icrR := accounting.APICCause(false, false, uint16(vlapic.RegICR))
+				icr2W := accounting.APICCause(false, true, uint16(vlapic.RegICR2))
+				eoi := accounting.APICCause(e.x2, true, uint16(vlapic.RegEOI))
+				for sec := 1; sec <= 3; sec++ {
+					s := g.section(t, sec)
+					bsp := s.CPUs[0]
+					wantBSP := map[accounting.Cause]uint64{icrW: uint64(e.icr[sec])}
+					if !e.x2 {
+						wantBSP[icrR] = uint64(e.icr[sec])
+						wantBSP[icr2W] = uint64(e.icr[sec])
+						if sec == 3 {
+							wantBSP[icr2W] = rounds // the shorthand ICRs write no ICR2
+						}
+					}
+					var wantTotal uint64
+					for c, want := range wantBSP {
+						wantTotal += want
+						if got := exits(bsp, c); got != want {
+							t.Errorf("section %d: BSP %s = %d, want %d", sec, c, got, want)
+						}
+					}
+					if sec == 3 {
+						// The broadcast destination includes the BSP: it EOIs it.
+						if got := exits(bsp, eoi); got != rounds {
+							t.Errorf("section 3: BSP EOIs = %d, want %d", got, rounds)
+						}
+						wantTotal += rounds
+					}
+					if bsp.Exits != wantTotal {
+						t.Errorf("section %d: BSP took %d exits, want exactly %d: %v", sec, bsp.Exits, wantTotal, bsp.ByCause)
+					}
+					for _, ap := range s.CPUs[1:] {
+						want := uint64(0)
+						switch {
+						case sec == 3:
+							want = 2 * rounds
+						case ap.CPU <= e.members:
+							want = rounds
+						}
+						if got := exits(ap, eoi); got != want {
+							t.Errorf("section %d: CPU %d EOIs = %d, want %d", sec, ap.CPU, got, want)
+						}
+						if ap.Injected != want {
+							t.Errorf("section %d: CPU %d got %d interrupts, want %d", sec, ap.CPU, ap.Injected, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTimerModes runs the LAPIC timer in each mode on one vCPU.
+func TestTimerModes(t *testing.T) {
+	for _, mode := range []string{"oneshot", "periodic", "tscdeadline"} {
+		for _, x2 := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/x2apic=%v", mode, x2), func(t *testing.T) {
+				cmd := "mode=" + mode
+				if x2 {
+					cmd += " x2apic=1"
+				}
+				g := runGuest(t, "timer.elf", 1, x2, cmd)
+				tot := g.Report.Total
+				minIRQ := map[string]uint64{"oneshot": 1, "periodic": 3, "tscdeadline": 2}[mode]
+				if tot.Injected < minIRQ {
+					t.Errorf("%d timer interrupts injected, want at least %d", tot.Injected, minIRQ)
+				}
+				if mode == "tscdeadline" && exits(tot, accounting.CauseMSRTSCDeadlineWrite) < 2 {
+					t.Errorf("TSC-deadline writes = %d, want >= 2", exits(tot, accounting.CauseMSRTSCDeadlineWrite))
+				}
+			})
+		}
+	}
+}
