@@ -46,10 +46,7 @@ test: build guests vet
 
 FUZZTIME ?= 60s
 fuzz:
-	@for f in $$($(GO) test -list 'Fuzz.*' ./vlapic/ | grep ^Fuzz); do \
-	  echo "fuzz $$f ($(FUZZTIME))"; \
-	  $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) ./vlapic/ >/dev/null || exit 1; \
-	done
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh ./vlapic/
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./vlapic/
