@@ -1,0 +1,77 @@
+package accounting
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCauseNamesUnique(t *testing.T) {
+	seen := map[string]Cause{}
+	for c := Cause(0); c < NumCauses; c++ {
+		n := c.String()
+		if prev, ok := seen[n]; ok {
+			t.Fatalf("causes %d and %d are both named %q", prev, c, n)
+		}
+		seen[n] = c
+	}
+	if got := APICCause(true, true, 0x30).String(); got != "msr_x2apic_icr_write" {
+		t.Errorf("x2APIC ICR write is %q", got)
+	}
+	if got := APICCause(false, false, 0x30).String(); got != "mmio_apic_icr_read" {
+		t.Errorf("xAPIC ICR read is %q", got)
+	}
+}
+
+// TestSections: a section holds exactly the exits between its markers, not
+// the marker exits themselves.
+func TestSections(t *testing.T) {
+	a := NewVM(2)
+	a.CPUs[0].Exit(CauseHLT) // before: not in the section
+	a.CPUs[0].Exit(CausePIOMark)
+	a.Mark(0, 7)
+	a.CPUs[0].Exit(APICCause(true, true, 0x30))
+	a.CPUs[1].Exit(APICCause(true, true, 0x0B))
+	a.CPUs[1].Exit(CauseHLT)
+	a.CPUs[0].Exit(CausePIOMark)
+	a.Mark(0, 0)
+	a.CPUs[1].Exit(CauseHLT) // after: not in the section
+	secs := a.Sections()
+	if len(secs) != 1 || secs[0].ID != 7 {
+		t.Fatalf("sections %+v", secs)
+	}
+	if got := secs[0].CPUs[0].Total(); got != 1 {
+		t.Errorf("CPU 0 section exits = %d, want 1 (the ICR write)", got)
+	}
+	if got := secs[0].CPUs[1].Total(); got != 2 {
+		t.Errorf("CPU 1 section exits = %d, want 2", got)
+	}
+	r := a.Report()
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Total.Exits != 7 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
+		t.Errorf("JSON round trip: %+v", back.Total)
+	}
+	buf.Reset()
+	r.WriteTable(&buf)
+	for _, want := range []string{"exits per vCPU", "section 7", "msr_x2apic_eoi_write"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func BenchmarkExit(b *testing.B) {
+	a := NewVM(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.CPUs[0].Exit(CauseHLT)
+	}
+}

@@ -1,0 +1,63 @@
+package devices
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/govmm/govmm/accounting"
+)
+
+func TestFwCfg(t *testing.T) {
+	f := NewFwCfg(64, 128<<20)
+	read := func(key uint16, n int) []byte {
+		f.Out(0, 0x510, []byte{byte(key), byte(key >> 8)})
+		out := make([]byte, n)
+		for i := range out {
+			b := []byte{0}
+			f.In(0, 0x511, b)
+			out[i] = b[0]
+		}
+		return out
+	}
+	if got := read(FwCfgSignature, 4); string(got) != "QEMU" {
+		t.Errorf("signature %q", got)
+	}
+	if got := read(FwCfgNBCPUs, 2); got[0] != 64 || got[1] != 0 {
+		t.Errorf("CPU count % x", got)
+	}
+	if got := read(FwCfgRAMSize, 8); got[3] != 0x08 {
+		t.Errorf("RAM size % x", got)
+	}
+	if got := read(0x1234, 2); got[0] != 0 || got[1] != 0 {
+		t.Errorf("unknown key reads % x", got)
+	}
+}
+
+func TestSerialAndBus(t *testing.T) {
+	var out bytes.Buffer
+	var b PortBus
+	b.Register(0x3F8, 8, accounting.CausePIOSerial, NewSerial(&out))
+	status := -1
+	b.Register(0xF4, 4, accounting.CausePIODebugExit, &DebugExit{Exit: func(s int) { status = s }})
+	dev, cause, ok := b.Lookup(0x3FD)
+	if !ok || cause != accounting.CausePIOSerial {
+		t.Fatalf("0x3fd: %v %v", ok, cause)
+	}
+	lsr := []byte{0}
+	dev.In(0, 0x3FD, lsr)
+	if lsr[0]&lsrTHRE == 0 {
+		t.Error("LSR does not report THR empty")
+	}
+	dev.Out(0, 0x3F8, []byte{'x'})
+	if out.String() != "x" {
+		t.Errorf("serial wrote %q", out.String())
+	}
+	if _, _, ok := b.Lookup(0x400); ok {
+		t.Error("unclaimed port claimed")
+	}
+	dev, _, _ = b.Lookup(0xF4)
+	dev.Out(0, 0xF4, []byte{3, 0, 0, 0})
+	if status != 7 {
+		t.Errorf("debug exit status %d, want 7", status)
+	}
+}
