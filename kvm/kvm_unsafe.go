@@ -58,8 +58,10 @@ func Open(path string) (*System, error) {
 func (s *System) Close() error { return unix.Close(s.fd) }
 
 // CheckExtension returns KVM_CHECK_EXTENSION for cap (0: absent).
-func (s *System) CheckExtension(cap int) int {
-	r, err := ioctl(s.fd, kvmCheckExtension, uintptr(cap))
+func (s *System) CheckExtension(cap int) int { return checkExtension(s.fd, cap) }
+
+func checkExtension(fd, cap int) int {
+	r, err := ioctl(fd, kvmCheckExtension, uintptr(cap))
 	if err != nil {
 		return 0
 	}
@@ -109,13 +111,7 @@ func (vm *VM) FD() int { return vm.fd }
 func (vm *VM) Close() error { return unix.Close(vm.fd) }
 
 // CheckExtension is KVM_CHECK_EXTENSION on the VM.
-func (vm *VM) CheckExtension(cap int) int {
-	r, err := ioctl(vm.fd, kvmCheckExtension, uintptr(cap))
-	if err != nil {
-		return 0
-	}
-	return int(r)
-}
+func (vm *VM) CheckExtension(cap int) int { return checkExtension(vm.fd, cap) }
 
 // SetUserMemoryRegion maps host memory into the guest.
 func (vm *VM) SetUserMemoryRegion(slot uint32, gpa uint64, mem []byte) error {
