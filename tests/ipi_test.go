@@ -19,8 +19,12 @@ const rounds = 2
 type ipiExpect struct {
 	x2      bool
 	members int // APs that take part in unicast and multicast
-	// ICR writes per section (1 unicast, 2 multicast, 3 broadcast).
-	icr [4]int
+	// ICR writes per section (1 unicast, 2 multicast, 3 broadcast, 4 IPIs
+	// to spinning APs, 5 NMIs to them).
+	icr [6]int
+	// spinners are the APs (APIC IDs 1..spinners) that spin in guest code
+	// during sections 4 and 5.
+	spinners int
 }
 
 func expectFor(mode string, n int) ipiExpect {
@@ -49,6 +53,8 @@ func expectFor(mode string, n int) ipiExpect {
 	}
 	e.icr[2] = rounds * perRound
 	e.icr[3] = rounds * 2 // all-excluding-self shorthand + broadcast destination
+	e.spinners = min(p, 3)
+	e.icr[4], e.icr[5] = e.spinners, e.spinners
 	return e
 }
 
@@ -58,7 +64,9 @@ func expectFor(mode string, n int) ipiExpect {
 //     16-CPU cluster in cluster mode), nothing else on the sender;
 //   - xAPIC: per IPI an ICR idle read, an ICR2 write and an ICR write (a
 //     shorthand needs no ICR2);
-//   - every receiver one EOI per IPI it got.
+//   - every receiver one EOI per IPI it got;
+//   - a receiver running guest code (sections 4, 5) exactly one kick per
+//     IPI or NMI; a halted one none (it is woken, not kicked).
 func TestIPIExitCounts(t *testing.T) {
 	for _, mode := range ipiModes {
 		for _, n := range cpuCounts {
@@ -70,7 +78,13 @@ func TestIPIExitCounts(t *testing.T) {
 				icrR := accounting.APICCause(false, false, uint16(vlapic.RegICR))
 				icr2W := accounting.APICCause(false, true, uint16(vlapic.RegICR2))
 				eoi := accounting.APICCause(e.x2, true, uint16(vlapic.RegEOI))
-				for sec := 1; sec <= 3; sec++ {
+				lastSection := 3
+				if e.spinners > 0 {
+					lastSection = 5
+				} else if len(g.Report.Sections) != 3 {
+					t.Errorf("%d sections, want 3 (no AP to spin)", len(g.Report.Sections))
+				}
+				for sec := 1; sec <= lastSection; sec++ {
 					s := g.section(t, sec)
 					bsp := s.CPUs[0]
 					wantBSP := map[accounting.Cause]uint64{icrW: uint64(e.icr[sec])}
@@ -99,11 +113,16 @@ func TestIPIExitCounts(t *testing.T) {
 						t.Errorf("section %d: BSP took %d exits, want exactly %d: %v", sec, bsp.Exits, wantTotal, bsp.ByCause)
 					}
 					for _, ap := range s.CPUs[1:] {
-						want := uint64(0)
+						var want, kicks, nmis uint64
+						spinner := ap.CPU <= e.spinners
 						switch {
 						case sec == 3:
 							want = 2 * rounds
-						case ap.CPU <= e.members:
+						case sec == 4 && spinner:
+							want, kicks = 1, 1
+						case sec == 5 && spinner:
+							kicks, nmis = 1, 1
+						case sec <= 2 && ap.CPU <= e.members:
 							want = rounds
 						}
 						if got := exits(ap, eoi); got != want {
@@ -111,6 +130,17 @@ func TestIPIExitCounts(t *testing.T) {
 						}
 						if ap.Injected != want {
 							t.Errorf("section %d: CPU %d got %d interrupts, want %d", sec, ap.CPU, ap.Injected, want)
+						}
+						if sec >= 4 {
+							if got := exits(ap, accounting.CauseKick); got != kicks {
+								t.Errorf("section %d: CPU %d kick exits = %d, want %d", sec, ap.CPU, got, kicks)
+							}
+							if ap.NMIs != nmis {
+								t.Errorf("section %d: CPU %d NMIs = %d, want %d", sec, ap.CPU, ap.NMIs, nmis)
+							}
+							if spinner && ap.Exits != kicks+want {
+								t.Errorf("section %d: spinning CPU %d took %d exits, want %d: %v", sec, ap.CPU, ap.Exits, kicks+want, ap.ByCause)
+							}
 						}
 					}
 				}

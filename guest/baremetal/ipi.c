@@ -12,6 +12,9 @@
  *   2 multicast vector 0x41, fewest ICR writes the mode allows, per round
  *   3 broadcast vector 0x44 all-excluding-self shorthand, then vector 0x46
  *               to destination 0xFF / 0xFFFFFFFF (BSP receives it too)
+ *   4 kick      vector 0x48 to up to 3 member APs that spin with IF=1 in
+ *               guest code instead of halting: the VMM must kick them
+ *   5 nmi       an NMI IPI to each of those spinning APs (no EOI)
  * Inside a section the BSP touches the APIC only to send (xAPIC: read ICR,
  * write ICR2, write ICR; shorthand: read ICR, write ICR; x2APIC: one WRMSR)
  * and to EOI (section 3), and every receiver only writes EOI once per IPI.
@@ -32,7 +35,9 @@ static const char *const mode_names[NMODES] = {
 
 enum {                                  /* vectors, 0x40 + index into got[] */
 	V_UNI = 0x40, V_MULTI, V_CMD, V_LOWPRI, V_ALLBUT, V_TPR, V_BCAST, V_SELF, V_GP,
+	V_KICK, V_WAKE,
 };
+#define KICK_APS 3                      /* spinning APs burn host CPU: keep few */
 #define NV 16
 
 static int mode, logical;
@@ -45,7 +50,9 @@ static volatile u32 setup_err[MAX_CPUS], setup_val[MAX_CPUS];
 static volatile u32 ready;
 static volatile u32 gp_expected, gp_seen;
 static u32 acc0[MAX_CPUS];
-
+static volatile u32 spin[MAX_CPUS], spinning[MAX_CPUS]; /* by APIC ID */
+static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
+static u32 part_max = MAX_CPUS;         /* sections count APs up to this ID */
 /* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
  * before counting: once the BSP sees the count, the EOI exit is over. */
 static void on_ipi(struct frame *f)
@@ -56,6 +63,14 @@ static void on_ipi(struct frame *f)
 	apic_eoi();
 	got[v][me]++;
 	atomic_inc(&tot[v]);
+}
+
+/* NMIs need no EOI. The handler returns without iret (see entry.S), so
+ * the CPU keeps NMIs blocked afterwards: each AP takes one NMI at most. */
+static void on_nmi(struct frame *f)
+{
+	(void)f;
+	nmis[cpu_apicid[this_cpu()] & (MAX_CPUS - 1)]++;
 }
 
 static void on_gp(struct frame *f)
@@ -124,8 +139,16 @@ static void ap_main(int idx)
 {
 	cpu_apicid[idx] = setup_cpu(idx);
 	atomic_inc(&ready);
-	for (;;)
+	u32 me = cpu_apicid[idx] & (MAX_CPUS - 1);
+	for (;;) {
+		if (spin[me]) {         /* section 4/5: stay in guest code, IF=1 */
+			spinning[me] = 1;
+			while (spin[me])
+				pause();
+			spinning[me] = 0;
+		}
 		asm volatile("sti; hlt");
+	}
 }
 
 /* ---- accounting sections ---- */
@@ -144,7 +167,7 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 	section(0);
 	u32 bsp = apic_acc[0] - acc0[0];
 	for (u32 i = 1; i < n; i++) {
-		u32 d = apic_acc[i] - acc0[i], m = member(cpu_apicid[i]);
+		u32 d = apic_acc[i] - acc0[i], m = member(cpu_apicid[i]) && cpu_apicid[i] <= part_max;
 		nm += m;
 		if (d != (m ? member_want : other_want) && !bad++)
 			bad_idx = i, bad_d = d;
@@ -262,6 +285,7 @@ void test_main(void)
 	for (int v = 0x40; v < 0x40 + NV; v++)
 		isr_table[v] = on_ipi;
 	isr_table[13] = on_gp;
+	isr_table[2] = on_nmi;
 	cpu_apicid[0] = setup_cpu(0);
 	if (setup_err[0] || cpu_apicid[0] != 0)
 		die("bsp setup", "APIC ID %u, error %u (LDR %x)", cpu_apicid[0], setup_err[0], setup_val[0]);
@@ -325,6 +349,42 @@ void test_main(void)
 	for (u32 id = 0; id < n; id++) {
 		sent[V_ALLBUT - 0x40][id] += id ? rounds : 0;
 		sent[V_BCAST - 0x40][id] += rounds;
+	}
+
+	/* ---- sections 4 and 5: IPIs and NMIs to APs running guest code ---- */
+	u32 kicked = 0;
+	for (u32 id = 1; id < n && kicked < KICK_APS; id++) {
+		if (!member(id))
+			continue;
+		spin[id] = 1;
+		send_to(id, V_WAKE);    /* leave hlt, then spin */
+		if (!WAIT(spinning[id], 10))
+			die("kick setup", "APIC ID %u does not spin", id);
+		part_max = id;
+		kicked++;
+	}
+	if (kicked) {
+		sec_begin(4);
+		for (u32 id = 1, i = 0; id <= part_max; id++) {
+			if (!member(id))
+				continue;
+			send_to(id, V_KICK);
+			wait_tot(V_KICK, ++i, "kick");
+		}
+		sec_end("section 4 kick", kicked, k * kicked, 1, 0);
+		sec_begin(5);
+		for (u32 id = 1; id <= part_max; id++) {
+			if (!member(id))
+				continue;
+			apic_icr(logical ? logical_id(id) : id, (logical ? ICR_LOGICAL : 0) | ICR_NMI);
+			if (!WAIT(nmis[id] == 1, 10))
+				die("nmi", "APIC ID %u took %u NMIs, want 1", id, nmis[id]);
+		}
+		sec_end("section 5 nmi", kicked, k * kicked, 0, 0);
+		for (u32 id = 1; id <= part_max; id++)
+			spin[id] = 0;
+		part_max = MAX_CPUS;
+		printf("# sections 4-5: %u spinning APs, one IPI and one NMI each\n", kicked);
 	}
 
 	/* ---- outside sections ---- */

@@ -111,6 +111,7 @@ void *memset(void *d, int c, unsigned n);
 #define ICR_LOGICAL  0x800
 #define ICR_LOWPRI   0x100
 #define ICR_SELF     0x40000
+#define ICR_NMI      0x400
 #define ICR_ALLBUT   0xC0000
 
 extern int x2apic;                       /* all CPUs use the same mode */
