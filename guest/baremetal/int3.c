@@ -2,7 +2,9 @@
  * pages, APIC page included), run int3 three times with a counting #BP
  * handler and check each returned right after its int3. No parameters.
  * On the development host int3 in 64-bit kernel mode is an emulation
- * failure: the VMM must advance RIP and inject #BP (vector 3). */
+ * failure: the VMM must advance RIP and inject #BP (vector 3). Then fwait
+ * and popcnt (which the VMM completes there) and, with bad=1, an SSE
+ * instruction the VMM does not complete: the VM must stop with an error. */
 #include "rt.h"
 
 const char guest_name[] = "int3";
@@ -12,7 +14,7 @@ static u64 pml4[512] __attribute__((aligned(4096)));
 static u64 pdpt[512] __attribute__((aligned(4096)));
 static u64 pd[4][512] __attribute__((aligned(4096)));
 
-extern volatile u32 bp_count, bp_rip[8], bp_rip_hi;
+extern volatile u32 bp_count, bp_rip[8], bp_rip_hi, popcnt_result, bad_insn;
 extern char bp64[], bad64[], int3_ret1[], int3_ret2[], int3_ret3[];
 void run64(u64 *pml4);
 
@@ -36,6 +38,7 @@ void test_main(void)
 	for (int v = 0; v < 32; v++)
 		gate64(v, v == 3 ? bp64 : bad64);
 
+	bad_insn = param_u32("bad", 0);
 	run64(pml4);
 	ok("long mode entered and left (compatibility mode)");
 	check(bp_count == 3, "int3 handler ran 3 times", "ran %u times", bp_count);
@@ -45,6 +48,7 @@ void test_main(void)
 			fail("int3 return address", "#%u: rip %x:%x, want the byte after int3 %x",
 			     i + 1, bp_rip_hi, bp_rip[i], (u32)want[i]);
 	}
+	check(popcnt_result == 8, "popcnt(0xF0F0) = 8 in 64-bit kernel mode", "got %u", popcnt_result);
 	check(bp_count == 3 && bp_rip[0] == (u32)want[0] && bp_rip[1] == (u32)want[1] &&
 	      bp_rip[2] == (u32)want[2] && !bp_rip_hi,
 	      "execution continued right after each int3", "see above");
