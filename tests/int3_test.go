@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,13 @@ import (
 // int3; govmm advances RIP and injects #BP, and the guest checks that its
 // handler ran once per int3 and execution went on right after each one.
 func TestInt3Recovery(t *testing.T) {
-	g := runGuest(t, "int3.elf", 1, true, "")
+	for _, n := range cpuCounts {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testInt3(t, n) })
+	}
+}
+
+func testInt3(t *testing.T, n int) {
+	g := runGuest(t, "int3.elf", n, true, "")
 	want := uint64(0) // hardware virtualization runs int3 itself
 	if emulatingHost() {
 		want = 3

@@ -149,25 +149,28 @@ func TestIPIExitCounts(t *testing.T) {
 	}
 }
 
-// TestTimerModes runs the LAPIC timer in each mode on one vCPU.
+// TestTimerModes runs the LAPIC timer in each mode on the BSP, in xAPIC
+// and x2APIC mode, with the APs (if any) waiting for SIPI.
 func TestTimerModes(t *testing.T) {
 	for _, mode := range []string{"oneshot", "periodic", "tscdeadline"} {
 		for _, x2 := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/x2apic=%v", mode, x2), func(t *testing.T) {
-				cmd := "mode=" + mode
-				if x2 {
-					cmd += " x2apic=1"
-				}
-				g := runGuest(t, "timer.elf", 1, x2, cmd)
-				tot := g.Report.Total
-				minIRQ := map[string]uint64{"oneshot": 1, "periodic": 3, "tscdeadline": 2}[mode]
-				if tot.Injected < minIRQ {
-					t.Errorf("%d timer interrupts injected, want at least %d", tot.Injected, minIRQ)
-				}
-				if mode == "tscdeadline" && exits(tot, accounting.CauseMSRTSCDeadlineWrite) < 2 {
-					t.Errorf("TSC-deadline writes = %d, want >= 2", exits(tot, accounting.CauseMSRTSCDeadlineWrite))
-				}
-			})
+			for _, n := range cpuCounts {
+				t.Run(fmt.Sprintf("%s/x2apic=%v/%d", mode, x2, n), func(t *testing.T) {
+					cmd := "mode=" + mode
+					if x2 {
+						cmd += " x2apic=1"
+					}
+					g := runGuest(t, "timer.elf", n, x2, cmd)
+					tot := g.Report.Total
+					minIRQ := map[string]uint64{"oneshot": 1, "periodic": 3, "tscdeadline": 2}[mode]
+					if tot.Injected < minIRQ {
+						t.Errorf("%d timer interrupts injected, want at least %d", tot.Injected, minIRQ)
+					}
+					if mode == "tscdeadline" && exits(tot, accounting.CauseMSRTSCDeadlineWrite) < 2 {
+						t.Errorf("TSC-deadline writes = %d, want >= 2", exits(tot, accounting.CauseMSRTSCDeadlineWrite))
+					}
+				})
+			}
 		}
 	}
 }
