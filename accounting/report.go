@@ -15,6 +15,7 @@ type Report struct {
 	CPUs     []CPUReport       `json:"cpus"`
 	Total    CPUReport         `json:"total"`
 	Sections []SectionReport   `json:"sections,omitempty"`
+	Platform PlatformReport    `json:"platform"`
 	KVMStats map[string]uint64 `json:"kvm_stats,omitempty"`
 }
 
@@ -88,6 +89,7 @@ func cpuReports(snaps []Snapshot) ([]CPUReport, CPUReport) {
 func (a *VM) Report() Report {
 	var r Report
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
+	r.Platform = a.Platform.Report()
 	for _, s := range a.Sections() {
 		sr := SectionReport{ID: s.ID}
 		sr.CPUs, sr.Total = cpuReports(s.CPUs)
@@ -190,6 +192,12 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
+	p := r.Platform
+	if p.IOAPICFired+p.MSIs+p.Remapped+p.RemapFaults > 0 {
+		writeCounts(w, "device interrupts", map[string]uint64{"ioapic_fired": p.IOAPICFired,
+			"ioapic_lost": p.IOAPICLost, "msis": p.MSIs, "remapped": p.Remapped, "remap_faults": p.RemapFaults})
+		writeCounts(w, "interrupt-remapping faults by reason", p.FaultByReason)
+	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(w, "\nsection %d\n", s.ID)
 		writeCPUTable(w, s.CPUs, s.Total)

@@ -7,7 +7,8 @@ import (
 // VM is the accounting of a whole VM: one VCPU per vCPU plus the measured
 // sections the guest marks through govmm's window port.
 type VM struct {
-	CPUs []VCPU
+	CPUs     []VCPU
+	Platform Platform
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int
