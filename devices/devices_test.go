@@ -61,3 +61,33 @@ func TestSerialAndBus(t *testing.T) {
 		t.Errorf("debug exit status %d, want 7", status)
 	}
 }
+
+// TestSerialTHREInterrupt: the line rises when THRE interrupts are enabled
+// (and OUT2 set), falls when IIR is read, and rises again after a write.
+func TestSerialTHREInterrupt(t *testing.T) {
+	var out bytes.Buffer
+	s := NewSerial(&out)
+	var levels []bool
+	s.IRQ = func(l bool) { levels = append(levels, l) }
+	s.Out(0, 0x3FC, []byte{mcrOUT2})
+	s.Out(0, 0x3F9, []byte{ierTHRE})
+	iir := []byte{0}
+	s.In(0, 0x3FA, iir)
+	if iir[0] != iirTHRE {
+		t.Fatalf("IIR %#x, want THRE", iir[0])
+	}
+	s.In(0, 0x3FA, iir)
+	if iir[0] != iirNone {
+		t.Fatalf("IIR after acknowledge %#x", iir[0])
+	}
+	s.Out(0, 0x3F8, []byte{'a'})
+	want := []bool{true, false, true}
+	if len(levels) != len(want) {
+		t.Fatalf("line levels %v, want %v", levels, want)
+	}
+	for i := range want {
+		if levels[i] != want[i] {
+			t.Fatalf("line levels %v, want %v", levels, want)
+		}
+	}
+}

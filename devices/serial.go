@@ -5,29 +5,42 @@ import (
 	"sync"
 )
 
-// Serial is a 16550A UART at 0x3f8 as far as a polling console needs it:
-// THR writes go to Out, LSR always reports the transmitter empty, reads of
-// RBR find no input, the divisor latch and scratch registers hold what is
-// written. Interrupts (IER/IIR) are accepted and never raised until the
-// IOAPIC lands; that is the "what it leaves out".
+// Serial is a 16550A UART (the PC's COM1 at 0x3f8, IRQ 4) for a console:
+// THR writes go to Out and the transmitter is always empty at once; there
+// is no input (RBR reads 0, no data-ready); the divisor latch, LCR, MCR and
+// scratch registers hold what is written. Its one interrupt source is
+// "transmitter holding register empty" (IER bit 1), raised on the IRQ line
+// when MCR.OUT2 gates it on as on a PC, cleared by reading IIR or writing
+// THR, and set again by each write (the byte leaves at once). Left out:
+// receive, line-status and modem-status interrupts, loopback, FIFO levels.
 type Serial struct {
+	// IRQ, if set, drives the interrupt line (called with no lock held).
+	IRQ func(level bool)
+
 	mu                           sync.Mutex
 	out                          io.Writer
 	ier, lcr, mcr, scr, dll, dlm uint8
+	fcr                          uint8
+	threPending                  bool
+	line                         bool
 }
 
 // NewSerial returns a UART writing its output to out.
 func NewSerial(out io.Writer) *Serial { return &Serial{out: out} }
 
 const (
-	lsrTHRE = 1 << 5
-	lsrTEMT = 1 << 6
-	lcrDLAB = 1 << 7
+	lsrTHRE  = 1 << 5
+	lsrTEMT  = 1 << 6
+	lcrDLAB  = 1 << 7
+	ierTHRE  = 1 << 1
+	mcrOUT2  = 1 << 3
+	iirNone  = 0x01
+	iirTHRE  = 0x02
+	iirFIFOs = 0xC0
 )
 
 func (s *Serial) In(cpu int, port uint16, data []byte) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	var v uint8
 	switch port & 7 {
 	case 0:
@@ -41,7 +54,14 @@ func (s *Serial) In(cpu int, port uint16, data []byte) {
 			v = s.ier
 		}
 	case 2:
-		v = 0x01 // IIR: no interrupt pending
+		v = iirNone
+		if s.ier&ierTHRE != 0 && s.threPending {
+			v = iirTHRE
+			s.threPending = false // reading IIR acknowledges THRE
+		}
+		if s.fcr&1 != 0 {
+			v |= iirFIFOs
+		}
 	case 3:
 		v = s.lcr
 	case 4:
@@ -49,35 +69,55 @@ func (s *Serial) In(cpu int, port uint16, data []byte) {
 	case 5:
 		v = lsrTHRE | lsrTEMT
 	case 6:
-		v = 0xB0 // MSR: DCD, DSR, CTS
+		v = 0xB0 // DCD, DSR, CTS
 	case 7:
 		v = s.scr
 	}
 	putLE(data, uint64(v))
+	s.unlockAndUpdate()
 }
 
 func (s *Serial) Out(cpu int, port uint16, data []byte) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := uint8(data[0])
+	v := data[0]
 	switch port & 7 {
 	case 0:
 		if s.lcr&lcrDLAB != 0 {
 			s.dll = v
-			return
+			break
 		}
 		s.out.Write([]byte{v})
+		s.threPending = true // sent at once: the register is empty again
 	case 1:
 		if s.lcr&lcrDLAB != 0 {
 			s.dlm = v
-		} else {
-			s.ier = v & 0x0F
+			break
 		}
+		if v&ierTHRE != 0 && s.ier&ierTHRE == 0 {
+			s.threPending = true // enabling it with THR empty interrupts at once
+		}
+		s.ier = v & 0x0F
+	case 2:
+		s.fcr = v
 	case 3:
 		s.lcr = v
 	case 4:
 		s.mcr = v & 0x1F
 	case 7:
 		s.scr = v
+	}
+	s.unlockAndUpdate()
+}
+
+// unlockAndUpdate recomputes the IRQ line, releases the lock and reports a
+// change of level.
+func (s *Serial) unlockAndUpdate() {
+	level := s.ier&ierTHRE != 0 && s.threPending && s.mcr&mcrOUT2 != 0
+	changed := level != s.line
+	s.line = level
+	irq := s.IRQ
+	s.mu.Unlock()
+	if changed && irq != nil {
+		irq(level)
 	}
 }
