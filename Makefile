@@ -12,8 +12,9 @@ export GOVMM_BIN       := $(BIN)
 all: build guests
 
 # Debian packages the build and tests use (gcc/binutils build the guests and
-# the KVM ABI probe). Installed only when missing.
-DEBS := gcc binutils make
+# the KVM ABI probe; acpica-tools' iasl/acpiexec check the ACPI tables).
+# Installed only when missing.
+DEBS := gcc binutils make acpica-tools
 deps: $(CACHE)/.deps
 $(CACHE)/.deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -47,8 +48,9 @@ test: build guests vet
 	$(MAKE) -s fuzz FUZZTIME=10s
 
 FUZZTIME ?= 60s
+FUZZ_PKGS := ./vlapic/ ./vioapic/ $(wildcard ./vintremap/)
 fuzz:
-	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh ./vlapic/
+	@for p in $(FUZZ_PKGS); do FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $$p || exit 1; done
 
 bench:
 	$(GO) test -run=NONE -bench=. -benchmem ./vlapic/

@@ -36,6 +36,7 @@ const (
 	CausePIOTestDev
 	CausePIOMark
 	CausePIOMSITestDev
+	CausePIOACPIPM
 	CausePIOOther
 	CauseMMIOIOAPICSelRead
 	CauseMMIOIOAPICSelWrite
@@ -60,7 +61,7 @@ const (
 var fixedNames = [...]string{
 	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write",
 	"msr_other_read", "msr_other_write",
-	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_other",
+	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
 	"mmio_other", "hlt", "irq_window", "kick", "set_tpr", "recover_int3", "recover_other",

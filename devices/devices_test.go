@@ -91,3 +91,30 @@ func TestSerialTHREInterrupt(t *testing.T) {
 		}
 	}
 }
+
+func TestACPIPMPowerOff(t *testing.T) {
+	var off, reset int
+	p := &ACPIPM{EvtPort: 0x600, CntPort: 0x604, ResetPort: 0xCF9, ResetValue: 6,
+		PowerOff: func() { off++ }, Reset: func() { reset++ }}
+	p.Out(0, 0x604, []byte{0x00, 0x14}) // SLP_TYP=5 without SLP_EN: nothing yet
+	if off != 0 {
+		t.Fatal("powered off without SLP_EN")
+	}
+	p.Out(0, 0x604, []byte{0x00, 0x34})
+	if off != 1 {
+		t.Fatal("SLP_EN with SLP_TYP 5 did not power off")
+	}
+	p.Out(0, 0x604, []byte{0x00, 0x24}) // SLP_TYP 1 (not S5)
+	if off != 1 {
+		t.Fatal("a sleep state other than S5 powered off")
+	}
+	p.Out(0, 0xCF9, []byte{6})
+	if reset != 1 {
+		t.Fatal("reset register ignored")
+	}
+	b := []byte{0, 0}
+	p.In(0, 0x604, b)
+	if b[0]&1 == 0 {
+		t.Error("SCI_EN does not read as set")
+	}
+}
