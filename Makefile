@@ -16,7 +16,7 @@ all: build guests
 # Installed only when missing.
 DEBS := gcc binutils make acpica-tools
 deps: $(CACHE)/.deps
-$(CACHE)/.deps:
+$(CACHE)/.deps: Makefile
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi

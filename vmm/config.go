@@ -24,6 +24,9 @@ type Config struct {
 	CPUs    int
 	MemSize uint64
 	X2APIC  X2APIC
+	// IOMMU adds the VT-d interrupt-remapping unit (with x2APIC destinations
+	// when X2APIC is on).
+	IOMMU   bool
 	Kernel  []byte // a Multiboot v1 image
 	Cmdline string
 	Modules []loader.Module

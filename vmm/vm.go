@@ -26,6 +26,7 @@ const (
 	PortFwCfg     = 0x510
 	PortTestDev   = 0x2000
 	PortMark      = 0x660
+	PortMSITest   = 0x2100
 )
 
 // VM is one virtual machine ready to run.
@@ -40,10 +41,12 @@ type VM struct {
 	acct  *accounting.VM
 	clock *hostClock
 	ports devices.PortBus
+	plat  *platform
 
 	done     chan struct{}
 	stopOnce sync.Once
 	status   int
+	how      string
 	err      error
 }
 
@@ -51,7 +54,10 @@ type VM struct {
 type Result struct {
 	// Status is the guest's exit status: (code << 1) | 1 from the debug-exit
 	// port, or -1 when the guest did not end through it.
-	Status   int
+	Status int
+	// How says how the guest ended: "debug-exit", "poweroff", "reboot",
+	// "error" or "timeout".
+	How      string
 	Err      error
 	Duration time.Duration
 }
@@ -119,6 +125,9 @@ func New(cfg Config) (vm *VM, err error) {
 		return nil, err
 	}
 	vm.setupDevices()
+	if err = vm.installACPI(); err != nil {
+		return nil, fmt.Errorf("cannot build the ACPI tables: %w", err)
+	}
 	return vm, nil
 }
 
@@ -165,6 +174,7 @@ func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
 	}
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn})
+	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	boot := &vcpu.EntryState{
 		Regs:  kvm.Regs{RAX: uint64(mb.EAX), RBX: uint64(mb.InfoAddr), RIP: uint64(mb.Entry), RFLAGS: 2},
 		Sregs: vcpu.Flat32,
@@ -172,7 +182,7 @@ func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
 	vm.cpus = make([]*vcpu.VCPU, n)
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
-			Ports: &vm.ports, Clock: vm.clock, Done: vm.done}
+			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Done: vm.done}
 		if i == 0 {
 			cfg.Boot = boot
 		}
@@ -182,11 +192,14 @@ func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
 }
 
 func (vm *VM) setupDevices() {
-	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, devices.NewSerial(vm.cfg.Console))
+	serial := devices.NewSerial(vm.cfg.Console)
+	serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
+	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, serial)
 	vm.ports.Register(PortDebugExit, 4, accounting.CausePIODebugExit,
-		&devices.DebugExit{Exit: func(status int) { vm.stop(status, nil) }})
+		&devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }})
 	vm.ports.Register(PortFwCfg, 2, accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize))
-	vm.ports.Register(PortTestDev, 24, accounting.CausePIOTestDev, &devices.TestDev{})
+	vm.ports.Register(PortTestDev, 24, accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine})
+	vm.ports.Register(PortMSITest, 16, accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI})
 	vm.ports.Register(PortMark, 4, accounting.CausePIOMark, &devices.Marker{Mark: vm.acct.Mark})
 }
 
@@ -195,10 +208,13 @@ type sink struct{ vm *VM }
 
 func (s sink) Notify(cpu int) { s.vm.cpus[cpu].Notify() }
 
+// end ends the VM the way the guest asked.
+func (vm *VM) end(how string, status int) { vm.stop(how, status, nil) }
+
 // stop ends the VM once: the first caller's status and error win.
-func (vm *VM) stop(status int, err error) {
+func (vm *VM) stop(how string, status int, err error) {
 	vm.stopOnce.Do(func() {
-		vm.status, vm.err = status, err
+		vm.how, vm.status, vm.err = how, status, err
 		close(vm.done)
 		for _, c := range vm.cpus {
 			c.Notify()
@@ -216,13 +232,13 @@ func (vm *VM) Run(timeout time.Duration) Result {
 		go func() {
 			defer wg.Done()
 			if err := c.Run(); err != nil {
-				vm.stop(-1, err)
+				vm.stop("error", -1, err)
 			}
 		}()
 	}
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() {
-			vm.stop(-1, fmt.Errorf("the guest did not end within %v", timeout))
+			vm.stop("timeout", -1, fmt.Errorf("the guest did not end within %v", timeout))
 		})
 		defer t.Stop()
 	}
@@ -234,7 +250,7 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	for {
 		select {
 		case <-finished:
-			return Result{Status: vm.status, Err: vm.err, Duration: time.Since(start)}
+			return Result{Status: vm.status, How: vm.how, Err: vm.err, Duration: time.Since(start)}
 		case <-time.After(10 * time.Millisecond):
 			for _, c := range vm.cpus {
 				c.Notify()

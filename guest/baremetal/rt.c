@@ -379,8 +379,8 @@ void kmain(u32 magic, const u32 *mbi)
 	       flags, mem_upper, mods, cmdline);
 	if (magic != 0x2BADB002)
 		die("multiboot", "EAX=%x, want 2badb002", magic);
-	if (n < 1 || n > MAX_CPUS - 1)
-		die("fw_cfg", "cpu count %u out of range 1..%u", n, MAX_CPUS - 1);
+	if (n < 1 || n > MAX_CPUS)
+		die("fw_cfg", "cpu count %u out of range 1..%u", n, MAX_CPUS);
 	test_main();
 	finish();
 }

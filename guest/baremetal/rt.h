@@ -12,7 +12,7 @@
 #ifndef RT_H
 #define RT_H
 
-#define MAX_CPUS   256          /* xAPIC IDs are 8-bit; 0xFF is broadcast */
+#define MAX_CPUS   1024         /* x2APIC; xAPIC guests only see IDs < 255 */
 #define STACK_SIZE 4096         /* per CPU; CPU index = stack slot */
 #define TRAMPOLINE 0x8000       /* AP real-mode entry: SIPI vector 0x08 */
 
@@ -125,6 +125,49 @@ void apic_icr_short(u32 lo);             /* shorthand: xAPIC 2, x2APIC 1 */
 void apic_self_ipi(u32 vec);             /* xAPIC 2 (shorthand), x2APIC 1 (MSR 0x83F) */
 int has_x2apic(void);
 int x2apic_enable(void);                 /* this CPU: APIC_BASE EN|EXTD; 0 if absent */
+#define APIC_ISR   0x100
+#define APIC_TMR   0x180
+
+/* ---- IOAPIC (0xFEC00000) ---- */
+#define IOAPIC_BASE 0xFEC00000u
+#define IOAPIC_EOI  0x40                 /* version 0x20 EOI register */
+static inline u32 ioapic_read(u32 idx)   /* 2 MMIO accesses */
+{
+	*(volatile u32 *)IOAPIC_BASE = idx;
+	return *(volatile u32 *)(IOAPIC_BASE + 0x10);
+}
+static inline void ioapic_write(u32 idx, u32 v) /* 2 MMIO accesses */
+{
+	*(volatile u32 *)IOAPIC_BASE = idx;
+	*(volatile u32 *)(IOAPIC_BASE + 0x10) = v;
+}
+static inline void ioapic_set_rte(int pin, u64 rte) /* 4 accesses, high first */
+{
+	ioapic_write(0x11 + 2 * pin, (u32)(rte >> 32));
+	ioapic_write(0x10 + 2 * pin, (u32)rte);
+}
+static inline u64 ioapic_get_rte(int pin)           /* 4 accesses */
+{
+	u32 lo = ioapic_read(0x10 + 2 * pin);
+	return (u64)ioapic_read(0x11 + 2 * pin) << 32 | lo;
+}
+#define RTE_LOGICAL  (1u << 11)
+#define RTE_DSTAT    (1u << 12)
+#define RTE_LOWACT   (1u << 13)
+#define RTE_RIRR     (1u << 14)
+#define RTE_LEVEL    (1u << 15)
+#define RTE_MASKED   (1u << 16)
+/* pc-testdev: ISA/IOAPIC line n to level v */
+static inline void line(int n, int v) { outb(0x2000 + n, v); }
+
+/* Sleep until cond; IF=0 between the test and hlt so no wake-up is lost. */
+#define WAIT_IRQ(cond, secs) ({                                          \
+	u64 _end = rdtsc() + (u64)(secs) * TSC_SEC;                      \
+	cli();                                                           \
+	while (!(cond) && rdtsc() < _end)                                \
+		asm volatile("sti; hlt; cli" ::: "memory");              \
+	sti();                                                           \
+	(cond) ? 1 : 0; })
 
 /* ---- SMP ---- */
 extern volatile u32 cpu_apicid[MAX_CPUS];/* by CPU index, filled by the guest */
