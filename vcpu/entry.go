@@ -59,3 +59,22 @@ func startAt(c *kvm.VCPU, vec uint8) error {
 	}
 	return c.SetRegs(kvm.Regs{RFLAGS: 2, RIP: 0})
 }
+
+// Long64 returns the sregs of Linux's 64-bit boot protocol: long mode with
+// paging on through cr3 (an identity map), flat segments __BOOT_CS = 0x10
+// and __BOOT_DS = 0x18 from the GDT at gdt, interrupts off.
+func Long64(cr3, gdt uint64, gdtLimit uint16) func(s *kvm.Sregs) {
+	return func(s *kvm.Sregs) {
+		code := kvm.Segment{Base: 0, Limit: 0xFFFFFFFF, Selector: 0x10, Type: 0xB, Present: 1, S: 1, L: 1, G: 1}
+		data := kvm.Segment{Base: 0, Limit: 0xFFFFFFFF, Selector: 0x18, Type: 0x3, Present: 1, DB: 1, S: 1, G: 1}
+		s.CS = code
+		s.DS, s.ES, s.FS, s.GS, s.SS = data, data, data, data, data
+		s.TR = kvm.Segment{Limit: 0x67, Type: 0xB, Present: 1}
+		s.LDT = kvm.Segment{Type: 0x2, Present: 1, Unusable: 1}
+		s.GDT = kvm.DTable{Base: gdt, Limit: gdtLimit}
+		s.CR0 = 0x80050033 // PG | AM | WP | NE | ET | MP | PE
+		s.CR3 = cr3
+		s.CR4 = 0x20   // PAE
+		s.EFER = 0x500 // LME | LMA
+	}
+}
