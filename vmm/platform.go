@@ -1,0 +1,159 @@
+package vmm
+
+import (
+	"errors"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/vintremap"
+	"github.com/govmm/govmm/vioapic"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// IOAPICSourceID is the IOAPIC's requester ID as the remapping unit sees it
+// and as the DMAR table announces it (bus 0xFF, device 0, function 0: a
+// platform pseudo-device, as on QEMU's q35).
+const IOAPICSourceID = 0xFF00
+
+// platform carries device interrupts to the APIC bus: IOAPIC pins and MSIs,
+// through the VT-d remapping unit once the guest enabled it. It is the
+// vioapic.Sink and vintremap.Interrupter of the VM and serves their MMIO
+// pages (vcpu.MMIOHandler). Every method may run on any vCPU or device
+// thread at once: the devices it holds guard themselves; the counters are
+// atomics.
+type platform struct {
+	apics  *vlapic.Bus
+	ioapic *vioapic.IOAPIC
+	iommu  *vintremap.Unit // nil when the VM has no remapping unit
+	acct   *accounting.Platform
+}
+
+func newPlatform(apics *vlapic.Bus, mem *memory.Memory, acct *accounting.Platform, iommu, eim bool) *platform {
+	p := &platform{apics: apics, acct: acct}
+	p.ioapic = vioapic.New(0, p)
+	if iommu {
+		p.iommu = vintremap.New(guestMemory{mem}, p, vintremap.Options{EIM: eim})
+	}
+	// Level-triggered EOIs go to the IOAPIC, which clears Remote IRR by vector.
+	apics.SetEOIHandler(p.ioapic.EOI)
+	return p
+}
+
+// Fire is the IOAPIC's output: decode (or translate) the entry and deliver.
+func (p *platform) Fire(pin int, rte uint64) bool {
+	p.acct.IOAPICFired.Add(1)
+	var m vlapic.Message
+	if p.iommu != nil && p.iommu.Enabled() {
+		var err error
+		if m, err = p.iommu.TranslateIOAPIC(rte, IOAPICSourceID); err != nil {
+			p.fault(err)
+			return false
+		}
+		if vioapic.IsRemappable(rte) {
+			p.acct.Remapped.Add(1)
+		}
+	} else {
+		m = vioapic.DecodeRTE(rte)
+	}
+	if p.apics.Deliver(m) == 0 {
+		p.acct.IOAPICLost.Add(1)
+		return false
+	}
+	return true
+}
+
+// SendMSI delivers a device MSI from requester sid.
+func (p *platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
+	p.acct.MSIs.Add(1)
+	var m vlapic.Message
+	if p.iommu != nil && p.iommu.Enabled() {
+		var err error
+		if m, err = p.iommu.TranslateMSI(addr, data, sid); err != nil {
+			p.fault(err)
+			return false
+		}
+		if addr&(1<<4) != 0 {
+			p.acct.Remapped.Add(1)
+		}
+	} else {
+		var ok bool
+		if m, ok = vlapic.DecodeMSI(addr, data); !ok {
+			return false // not an interrupt address: the write goes nowhere
+		}
+	}
+	return p.apics.Deliver(m) > 0
+}
+
+// MSI is the remapping unit's own interrupts (fault events, invalidation
+// waits): compatibility format, never remapped.
+func (p *platform) MSI(addr uint64, data uint32) {
+	if m, ok := vlapic.DecodeMSI(addr, data); ok {
+		p.apics.Deliver(m)
+	}
+}
+
+func (p *platform) fault(err error) {
+	var f vintremap.Fault
+	if errors.As(err, &f) {
+		p.acct.Fault(f.Reason)
+		return
+	}
+	p.acct.Fault(0)
+}
+
+// SetLine drives IOAPIC input line n (pc-testdev, devices).
+func (p *platform) SetLine(n int, level bool) { p.ioapic.SetLine(n, level) }
+
+// MMIO serves the IOAPIC and remapping-unit register pages.
+func (p *platform) MMIO(cpu int, addr uint64, data []byte, write bool) (accounting.Cause, bool) {
+	switch {
+	case addr-vioapic.Base < 0x1000:
+		off := addr - vioapic.Base
+		if write {
+			p.ioapic.WriteMMIO(off, data)
+		} else {
+			p.ioapic.ReadMMIO(off, data)
+		}
+		return ioapicCause(off, write), true
+	case p.iommu != nil && addr-vintremap.Base < 0x1000:
+		off := addr - vintremap.Base
+		if write {
+			p.iommu.WriteMMIO(off, data)
+			return accounting.CauseMMIOIOMMUWrite, true
+		}
+		p.iommu.ReadMMIO(off, data)
+		return accounting.CauseMMIOIOMMURead, true
+	}
+	return 0, false
+}
+
+func ioapicCause(off uint64, write bool) accounting.Cause {
+	switch {
+	case off == 0x00 && write:
+		return accounting.CauseMMIOIOAPICSelWrite
+	case off == 0x00:
+		return accounting.CauseMMIOIOAPICSelRead
+	case off == 0x10 && write:
+		return accounting.CauseMMIOIOAPICWinWrite
+	case off == 0x10:
+		return accounting.CauseMMIOIOAPICWinRead
+	case off == 0x40 && write:
+		return accounting.CauseMMIOIOAPICEOIWrite
+	}
+	return accounting.CauseMMIOIOAPICOther
+}
+
+// guestMemory is guest RAM as the remapping unit reads and writes it (the
+// IRT, the invalidation queue, wait-descriptor status).
+type guestMemory struct{ m *memory.Memory }
+
+func (g guestMemory) ReadGPA(gpa uint64, b []byte) error {
+	s, err := g.m.Slice(gpa, uint64(len(b)))
+	if err != nil {
+		return err
+	}
+	copy(b, s)
+	return nil
+}
+
+func (g guestMemory) WriteGPA(gpa uint64, b []byte) error { return g.m.Write(gpa, b) }
