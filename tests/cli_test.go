@@ -48,7 +48,7 @@ func TestCLIBadInput(t *testing.T) {
 		{"unknown command", []string{"fly"}, "unknown command"},
 		{"no kernel", []string{"run"}, "needs a KERNEL"},
 		{"missing kernel", []string{"run", filepath.Join(dir, "nope.elf")}, "cannot read kernel image"},
-		{"corrupt kernel", []string{"run", corrupt}, "no Multiboot header"},
+		{"corrupt kernel", []string{"run", corrupt}, "neither a Multiboot kernel"},
 		{"truncated kernel", []string{"run", truncated}, "ELF"},
 		{"zero cpus", []string{"run", "--cpus", "0", smp}, "cannot create 0 vCPUs"},
 		{"too many cpus", []string{"run", "--cpus", "100000", smp}, "cannot create 100000 vCPUs"},

@@ -27,7 +27,8 @@ type Config struct {
 	// IOMMU adds the VT-d interrupt-remapping unit (with x2APIC destinations
 	// when X2APIC is on).
 	IOMMU   bool
-	Kernel  []byte // a Multiboot v1 image
+	Kernel  []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
+	Initrd  []byte // Linux only
 	Cmdline string
 	Modules []loader.Module
 	Console io.Writer // the serial port's output

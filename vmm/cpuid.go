@@ -10,6 +10,9 @@ const (
 	cpuid1EDXAPIC        = 1 << 9
 	kvmCPUIDSignature    = 0x40000000
 	kvmCPUIDFeatures     = 0x40000001
+
+	kvmFeatureClocksource2      = 1 << 3
+	kvmFeatureClocksourceStable = 1 << 24
 )
 
 // cpuidFor derives vCPU id's CPUID from what KVM supports: its APIC IDs,
@@ -42,7 +45,9 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic bool) []kvm.CPUID
 			}
 			e.EDX = uint32(id)
 		case kvmCPUIDFeatures:
-			e.EAX, e.EBX, e.ECX, e.EDX = 0, 0, 0, 0
+			// kvmclock only: its MSRs are handled inside KVM with or without
+			// an in-kernel APIC, and nothing of it is a hypercall.
+			e.EAX, e.EBX, e.ECX, e.EDX = kvmFeatureClocksource2|kvmFeatureClocksourceStable, 0, 0, 0
 		}
 		out = append(out, e)
 	}

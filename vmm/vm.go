@@ -1,6 +1,7 @@
 package vmm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -42,6 +43,7 @@ type VM struct {
 	clock *hostClock
 	ports devices.PortBus
 	plat  *platform
+	linux bool // the kernel is Linux (else Multiboot)
 
 	done     chan struct{}
 	stopOnce sync.Once
@@ -117,11 +119,14 @@ func New(cfg Config) (vm *VM, err error) {
 			return nil, err
 		}
 	}
-	mb, err := loader.LoadMultiboot(vm.mem, cfg.Kernel, cfg.Cmdline, cfg.Modules)
+	boot, err := vm.loadKernel()
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the kernel: %w", err)
 	}
-	if err = vm.createVCPUs(mb); err != nil {
+	if c, ok := cfg.Console.(*Console); ok {
+		c.attach(vm.acct)
+	}
+	if err = vm.createVCPUs(boot); err != nil {
 		return nil, err
 	}
 	vm.setupDevices()
@@ -152,7 +157,35 @@ func (vm *VM) setupKVM() error {
 	return vm.kvm.SetTSSAddr(tssAddr)
 }
 
-func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
+// loadKernel loads a Multiboot kernel, else a Linux bzImage or vmlinux,
+// and returns the BSP's entry state.
+func (vm *VM) loadKernel() (*vcpu.EntryState, error) {
+	mb, err := loader.LoadMultiboot(vm.mem, vm.cfg.Kernel, vm.cfg.Cmdline, vm.cfg.Modules)
+	if err == nil {
+		return &vcpu.EntryState{
+			Regs:  kvm.Regs{RAX: uint64(mb.EAX), RBX: uint64(mb.InfoAddr), RIP: uint64(mb.Entry), RFLAGS: 2},
+			Sregs: vcpu.Flat32,
+		}, nil
+	}
+	if !errors.Is(err, loader.ErrNotMultiboot) {
+		return nil, err
+	}
+	l, err := loader.LoadLinux(vm.mem, vm.cfg.Kernel, loader.LinuxOptions{
+		Cmdline: vm.cfg.Cmdline, Initrd: vm.cfg.Initrd, RSDPAddr: rsdpAddr})
+	if errors.Is(err, loader.ErrNotLinux) {
+		return nil, errors.New("the image is neither a Multiboot kernel (no Multiboot header in its first 8 KiB) nor a Linux bzImage or vmlinux")
+	}
+	if err != nil {
+		return nil, err
+	}
+	vm.linux = true
+	return &vcpu.EntryState{
+		Regs:  kvm.Regs{RSI: l.ZeroPage, RIP: l.Entry, RFLAGS: 2},
+		Sregs: vcpu.Long64(l.PML4, l.GDT, loader.GDTLimit),
+	}, nil
+}
+
+func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	supported, err := vm.sys.SupportedCPUID()
 	if err != nil {
 		return err
@@ -175,10 +208,6 @@ func (vm *VM) createVCPUs(mb *loader.Multiboot) error {
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
-	boot := &vcpu.EntryState{
-		Regs:  kvm.Regs{RAX: uint64(mb.EAX), RBX: uint64(mb.InfoAddr), RIP: uint64(mb.Entry), RFLAGS: 2},
-		Sregs: vcpu.Flat32,
-	}
 	vm.cpus = make([]*vcpu.VCPU, n)
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],

@@ -1,0 +1,116 @@
+package vmm
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+)
+
+// Milestone is a boot event recognised in the guest kernel's console.
+type Milestone struct {
+	Name  string
+	Match *regexp.Regexp
+}
+
+// LinuxMilestones are the boot phases govmm reports for a Linux guest, in
+// the order they happen.
+var LinuxMilestones = []Milestone{
+	{"first console line", regexp.MustCompile(`.`)},
+	{"APIC mode chosen", regexp.MustCompile(`Switched APIC routing to|APIC: Switch to symmetric I/O mode|x2apic: enabled|govmm: APIC mode`)},
+	{"all CPUs up", regexp.MustCompile(`smp: Brought up \d+ nodes?, \d+ CPUs?`)},
+	{"/init started", regexp.MustCompile(`Run /init as init process`)},
+}
+
+// PhaseRecord is one milestone as reached: when, and the VM's exits then.
+type PhaseRecord struct {
+	Name  string        `json:"name"`
+	At    time.Duration `json:"at_ns"`
+	Exits uint64        `json:"exits"` // all vCPUs, since boot
+	Line  string        `json:"line"`
+}
+
+// Console watches the guest console line by line: it keeps the whole log
+// (to verify modes from the kernel's own words), records milestones with
+// the exit count at that moment, and passes the bytes on to Out.
+type Console struct {
+	Out        io.Writer
+	Milestones []Milestone
+	acct       *accounting.VM
+	start      time.Time
+
+	mu      sync.Mutex
+	line    []byte
+	log     bytes.Buffer
+	seen    []bool
+	reached []PhaseRecord
+}
+
+// NewConsole returns a console writer for a VM whose accounting is acct.
+func NewConsole(out io.Writer, ms []Milestone) *Console {
+	return &Console{Out: out, Milestones: ms, start: time.Now()}
+}
+
+// attach starts the clock and gives the console the VM's counters.
+func (c *Console) attach(a *accounting.VM) {
+	c.mu.Lock()
+	c.acct, c.start = a, time.Now()
+	c.mu.Unlock()
+}
+
+func (c *Console) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.log.Write(p)
+	for _, b := range p {
+		if b != '\n' {
+			c.line = append(c.line, b)
+			continue
+		}
+		c.lineDone()
+	}
+	c.mu.Unlock()
+	if c.Out != nil {
+		return c.Out.Write(p)
+	}
+	return len(p), nil
+}
+
+// lineDone checks a complete line against the milestones not yet reached
+// (a kernel may skip one, e.g. print no APIC routing line in flat mode).
+func (c *Console) lineDone() {
+	line := string(bytes.TrimRight(c.line, "\r"))
+	c.line = c.line[:0]
+	if c.seen == nil {
+		c.seen = make([]bool, len(c.Milestones))
+	}
+	for i, m := range c.Milestones {
+		if c.seen[i] || !m.Match.MatchString(line) {
+			continue
+		}
+		c.seen[i] = true
+		var exits uint64
+		if c.acct != nil {
+			for _, s := range c.acct.Snapshot() {
+				exits += s.Total()
+			}
+		}
+		c.reached = append(c.reached, PhaseRecord{Name: m.Name, At: time.Since(c.start), Exits: exits, Line: line})
+	}
+}
+
+// Reached returns the milestones reached so far.
+func (c *Console) Reached() []PhaseRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]PhaseRecord(nil), c.reached...)
+}
+
+// Log returns everything the guest printed.
+func (c *Console) Log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.String()
+}
