@@ -28,6 +28,7 @@ typedef unsigned long long u64;
 static inline void outb(u16 p, u8 v) { asm volatile("outb %0, %1" :: "a"(v), "Nd"(p)); }
 static inline void outw(u16 p, u16 v) { asm volatile("outw %0, %1" :: "a"(v), "Nd"(p)); }
 static inline void outl(u16 p, u32 v) { asm volatile("outl %0, %1" :: "a"(v), "Nd"(p)); }
+static inline u32 inl(u16 p) { u32 v; asm volatile("inl %1, %0" : "=a"(v) : "Nd"(p)); return v; }
 static inline u8 inb(u16 p) { u8 v; asm volatile("inb %1, %0" : "=a"(v) : "Nd"(p)); return v; }
 static inline u64 rdmsr(u32 m)
 {
