@@ -15,8 +15,8 @@
 // details the spec leaves open, and Linux's drivers/iommu/intel/dmar.c and
 // irq_remapping.c for what a guest actually programs.
 //
-// Left out: DMA remapping of any kind (CAP.SAGAW is 0, so Linux ≥ 5.13 keeps
-// the unit for interrupt remapping only and never programs the root table;
+// Left out: DMA remapping of any kind (CAP.SAGAW is 0, so Linux keeps the unit
+// for interrupt remapping only and never programs the root table; see CAP;
 // TE, SRTP, SFL, WBF and EAFL commands are ignored), posted interrupts
 // (CAP.PI is 0: IRTE.IM=1 is a reserved-bit fault), 256-bit descriptors and
 // scalable mode (IQA.DW reads 0), the advanced fault log, fault collapsing,

@@ -45,7 +45,7 @@ func TestFaultReasons(t *testing.T) {
 		{name: "posted (IM)", lo: 1 | 1<<15, index: 4, reason: ReasonIRTEReserved},
 		{name: "xapic dest 39:32", lo: 1 | 1<<32, index: 5, reason: ReasonIRTEReserved},
 		{name: "xapic dest 63:48", lo: 1 | 1<<48, index: 6, reason: ReasonIRTEReserved},
-		{name: "reserved 127:84", lo: 1, hi: 1 << 84 >> 64 << 0, index: 7, reason: ReasonIRTEReserved},
+		{name: "reserved 127:84", lo: 1, hi: 1 << (84 - 64), index: 7, reason: ReasonIRTEReserved},
 		{name: "delivery mode 3", lo: 1 | 3<<5, index: 8, reason: ReasonIRTEReserved},
 		{name: "SVT 3", lo: 1, hi: 3 << 18, index: 9, reason: ReasonSourceID},
 		{name: "SID mismatch", e: &irte{p: true, svt: svtSID, sid: 0x0319}, index: 10, reason: ReasonSourceID},
@@ -64,12 +64,7 @@ func TestFaultReasons(t *testing.T) {
 				if c.e != nil {
 					r.setIRTE(int(c.index), *c.e)
 				} else {
-					// hi: fix up the reserved-127:84 case, written as bit 20 of hi.
-					hi := c.hi
-					if c.name == "reserved 127:84" {
-						hi = 1 << 20
-					}
-					r.setRaw(int(c.index), c.lo, hi)
+					r.setRaw(int(c.index), c.lo, c.hi)
 				}
 			}
 			addr, data := remappableMSI(c.index, false, 0)

@@ -48,10 +48,12 @@ const (
 
 // CAP is the capability register: no DMA-remapping address width (SAGAW 0),
 // four fault-recording registers at RegFR, MGAW 39 bits and 256 domains as
-// QEMU's dma-translation=off unit reports. Linux ≥ 5.13 (dmar.c alloc_iommu)
-// then marks the unit "ignored" for DMA ("No supported address widths. Not
+// QEMU's dma-translation=off unit reports. Linux's dmar.c alloc_iommu then
+// marks the unit "ignored" for DMA ("No supported address widths. Not
 // attempting DMA translation.") and still uses it for interrupt remapping;
-// map_iommu needs FRO+16*NFR (0x260) and IRO*16+16 (0x100) inside the mapped
+// that is commit c40aaaac1018 (David Woodhouse, 2020, also in the 4.14+
+// stable series since Feb 2021): older kernels reject the unit outright
+// ("Cannot get a valid agaw") and run without remapping. map_iommu needs FRO+16*NFR (0x260) and IRO*16+16 (0x100) inside the mapped
 // page, which they are. CM, RWBF, PLMR/PHMR, PSI, PI and ESIRTPS are clear,
 // so Linux sends a global IEC invalidation after each SIRTP.
 const CAP = capND4 | capMGAW39 | capFRO | capNFR
