@@ -84,7 +84,7 @@ func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) 
 		t.Fatal(err)
 	}
 	var con syncBuffer
-	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con}
+	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con, IOMMU: true}
 	if !x2apic {
 		cfg.X2APIC = vmm.X2APICOff
 	}
