@@ -62,7 +62,7 @@ func (v *VCPU) recover() error {
 		v.acct.Exit(accounting.CauseRecoverInt3)
 		return v.injectBP(uint64(inst.Len))
 	}
-	if !complete(inst, regs) {
+	if !complete(inst, regs) && !v.completeMem(inst, regs, &run.Sync.Sregs) {
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not emulate %q (% x) at RIP %#x in %d-bit mode, and govmm does not complete it",
 			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], regs.RIP, mode)
@@ -91,6 +91,81 @@ func (v *VCPU) injectBP(n uint64) error {
 	ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
 	ev.Flags = 0
 	return v.kvm.SetEvents(ev)
+}
+
+// completeMem performs the instructions with a memory operand that this
+// host's emulator leaves to user space: cmpxchg16b (done with a real locked
+// cmpxchg16b on the guest's memory, so it stays atomic against the other
+// vCPUs) and popcnt/lzcnt/tzcnt from memory.
+func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool {
+	if v.mem == nil {
+		return false
+	}
+	var m x86asm.Mem
+	var reg x86asm.Reg
+	switch inst.Op {
+	case x86asm.CMPXCHG16B:
+		mm, ok := inst.Args[0].(x86asm.Mem)
+		if !ok {
+			return false
+		}
+		m = mm
+	case x86asm.POPCNT, x86asm.LZCNT, x86asm.TZCNT:
+		r, ok1 := inst.Args[0].(x86asm.Reg)
+		mm, ok2 := inst.Args[1].(x86asm.Mem)
+		if !ok1 || !ok2 {
+			return false
+		}
+		reg, m = r, mm
+	default:
+		return false
+	}
+	la, ok := operandAddress(m, inst, regs, s)
+	if !ok {
+		return false
+	}
+	const zf = 1 << 6
+	if inst.Op == x86asm.CMPXCHG16B {
+		if la&15 != 0 {
+			return false // #GP(0) on hardware: left to the error path
+		}
+		b, err := guestBytes(v.mem, s, la, 16)
+		if err != nil {
+			return false
+		}
+		lo, hi, swapped := cmpxchg16b(&b[0], regs.RAX, regs.RDX, regs.RBX, regs.RCX)
+		if swapped {
+			regs.RFLAGS |= zf
+		} else {
+			regs.RFLAGS &^= zf
+			regs.RAX, regs.RDX = lo, hi
+		}
+		return true
+	}
+	_, width, ok := regSlot(regs, reg)
+	if !ok {
+		return false
+	}
+	b, err := guestBytes(v.mem, s, la, uint64(width/8))
+	if err != nil {
+		return false
+	}
+	var val uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		val = val<<8 | uint64(b[i])
+	}
+	// Reuse the register form on a scratch register holding the value.
+	scratch := *regs
+	scratch.RAX = val
+	src := map[int]x86asm.Reg{16: x86asm.AX, 32: x86asm.EAX, 64: x86asm.RAX}[width]
+	rinst := inst
+	rinst.Args[1] = src
+	if !complete(rinst, &scratch) {
+		return false
+	}
+	rv, _, _ := readReg(&scratch, reg)
+	regs.RFLAGS = scratch.RFLAGS
+	return writeReg(regs, reg, rv)
 }
 
 // complete performs inst on regs when it only touches registers.

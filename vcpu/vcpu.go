@@ -13,6 +13,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -31,6 +32,8 @@ type Config struct {
 	Ports *devices.PortBus
 	MMIO  MMIOHandler // may be nil
 	Clock vlapic.Clock
+	// Mem is guest RAM, for completing instructions with memory operands.
+	Mem *memory.Memory
 	// Done is closed when the VM ends; every loop then returns.
 	Done <-chan struct{}
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
@@ -51,6 +54,7 @@ type VCPU struct {
 	ports *devices.PortBus
 	mmio  MMIOHandler
 	clock vlapic.Clock
+	mem   *memory.Memory
 	done  <-chan struct{}
 	boot  *EntryState
 
@@ -70,7 +74,7 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()

@@ -211,7 +211,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.cpus = make([]*vcpu.VCPU, n)
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
-			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Done: vm.done}
+			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Mem: vm.mem, Done: vm.done}
 		if i == 0 {
 			cfg.Boot = boot
 		}
