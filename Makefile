@@ -1,9 +1,11 @@
 # govmm: everything the build and the tests need is made here, idempotently,
-# under one ignored directory ($(CACHE)).
-CACHE   ?= $(CURDIR)/.cache
+# under one directory outside the source tree ($(CACHE)), so that clean
+# clones (CI) reuse what an earlier build made, above all the guest kernel.
+CACHE   ?= $(if $(GOVMM_CACHE),$(GOVMM_CACHE),$(HOME)/.cache/govmm)
 GUESTS  := $(CACHE)/guest
 BIN     := $(CACHE)/bin/govmm
 GO      ?= go
+export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 

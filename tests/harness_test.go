@@ -19,12 +19,21 @@ import (
 func guestDir(t testing.TB) string {
 	d := os.Getenv("GOVMM_GUEST_DIR")
 	if d == "" {
-		d = filepath.Join("..", ".cache", "guest")
+		d = filepath.Join(cacheDir(), "guest")
 	}
 	if _, err := os.Stat(filepath.Join(d, "smp.elf")); err != nil {
 		t.Fatalf("bare-metal guests not built in %s (run 'make guests'): %v", d, err)
 	}
 	return d
+}
+
+// cacheDir is the Makefile's build cache (GOVMM_CACHE, else ~/.cache/govmm).
+func cacheDir() string {
+	if d := os.Getenv("GOVMM_CACHE"); d != "" {
+		return d
+	}
+	h, _ := os.UserHomeDir()
+	return filepath.Join(h, ".cache", "govmm")
 }
 
 // needKVM skips, loudly, when there is no usable /dev/kvm.

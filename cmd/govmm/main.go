@@ -3,6 +3,7 @@
 // accounts for every VM exit.
 //
 //	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] KERNEL [ARGS...]
+//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I]
 package main
 
 import (
@@ -25,7 +26,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: govmm <command> [flags] ...
 
 commands:
-  run     run a Multiboot kernel (a bare-metal test kernel) and print the exit accounting
+  run     run a kernel (Multiboot test kernel, bzImage or vmlinux) and print the exit accounting
+  boot    boot Linux in one APIC mode (--x2apic=off|physical|cluster|mixed), verify the mode from
+          the kernel's log, report boot phases and exits
 
 Run 'govmm <command> -h' for its flags.
 `)
@@ -41,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		status, err = cmdRun(args[1:], stdout, stderr)
+	case "boot":
+		status, err = cmdBoot(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

@@ -1,0 +1,64 @@
+package vmm
+
+import (
+	"regexp"
+	"strconv"
+)
+
+// LinuxState is what a Linux guest's own log says about its interrupt
+// setup. govmm never assumes a mode: it reads it here.
+type LinuxState struct {
+	APICMode   string // "flat", "physflat", "physical x2apic", "cluster x2apic", "mixed", or "" if not seen
+	X2APIC     bool   // the kernel switched the LAPICs to x2APIC
+	IRQRemap   string // "x2apic", "xapic" or "" (off)
+	CPUsUp     int    // from "smp: Brought up N nodes, M CPUs"
+	InitRun    bool   // "Run /init as init process"
+	Panic      string // the first "Kernel panic" line, if any
+	KernelLine string // "Linux version ..."
+}
+
+var (
+	reRouting   = regexp.MustCompile(`Switched APIC routing to:? ?(physical flat|cluster x2apic|physical x2apic|flat|x2apic cluster|x2apic physical)`)
+	reMixed     = regexp.MustCompile(`govmm: APIC mode mixed`)
+	reX2APIC    = regexp.MustCompile(`x2apic enabled|x2apic: enabled|Enabling x2apic`)
+	reIRQRemap  = regexp.MustCompile(`Enabled IRQ remapping in (x2apic|xapic) mode`)
+	reSMP       = regexp.MustCompile(`smp: Brought up \d+ nodes?, (\d+) CPUs?`)
+	reInit      = regexp.MustCompile(`Run /init as init process`)
+	rePanic     = regexp.MustCompile(`Kernel panic - not syncing: .*`)
+	reLinux     = regexp.MustCompile(`Linux version \S+`)
+	reFlatUnset = regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)
+)
+
+// ParseLinuxLog reads a kernel log.
+func ParseLinuxLog(log string) LinuxState {
+	var s LinuxState
+	if m := reRouting.FindStringSubmatch(log); m != nil {
+		switch m[1] {
+		case "physical flat":
+			s.APICMode = "physflat"
+		case "cluster x2apic", "x2apic cluster":
+			s.APICMode = "cluster x2apic"
+		case "physical x2apic", "x2apic physical":
+			s.APICMode = "physical x2apic"
+		default:
+			s.APICMode = m[1]
+		}
+	}
+	if reMixed.MatchString(log) {
+		s.APICMode = "mixed"
+	}
+	s.X2APIC = reX2APIC.MatchString(log) || s.APICMode == "cluster x2apic" || s.APICMode == "physical x2apic"
+	if s.APICMode == "" && !s.X2APIC && reFlatUnset.MatchString(log) {
+		s.APICMode = "flat" // the default xAPIC driver prints no switch
+	}
+	if m := reIRQRemap.FindStringSubmatch(log); m != nil {
+		s.IRQRemap = m[1]
+	}
+	if m := reSMP.FindStringSubmatch(log); m != nil {
+		s.CPUsUp, _ = strconv.Atoi(m[1])
+	}
+	s.InitRun = reInit.MatchString(log)
+	s.Panic = rePanic.FindString(log)
+	s.KernelLine = reLinux.FindString(log)
+	return s
+}
