@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run test vet fuzz bench clean
+.PHONY: all deps guests build run test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -26,6 +26,21 @@ $(CACHE)/.deps: Makefile
 
 guests: deps
 	@$(MAKE) -s -C guest/baremetal OUT=$(GUESTS)
+
+# The u-root initramfs (u-root pinned in go.mod as a tool): a shell, basic
+# commands and govmm's guest programs (guest/cmd).
+INITRAMFS  := $(CACHE)/initramfs.cpio
+UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown dmesg) \
+	$(addprefix ./,$(wildcard guest/cmd/*))
+initramfs: $(INITRAMFS)
+$(INITRAMFS): go.mod go.sum $(shell find guest/cmd -name '*.go')
+	@mkdir -p $(dir $@)
+	$(GO) tool u-root -o $@.tmp $(UROOT_CMDS)
+	@mv $@.tmp $@
+
+# Debian's stock cloud kernel, booted in CI beside govmm's own.
+debian-kernel: deps
+	@scripts/debian-kernel.sh $(CACHE)
 
 build: deps
 	@mkdir -p $(dir $(BIN))
@@ -45,7 +60,7 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
-test: build guests vet
+test: build guests initramfs vet
 	$(GO) test -race -count=1 -timeout 50m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 

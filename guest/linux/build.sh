@@ -98,7 +98,7 @@ TARBALL=$WORK/linux-source-6.1.tar.xz
 if [ "$(cat "$WORK/tarball.version" 2>/dev/null)" != "$VER" ] || [ ! -s "$TARBALL" ]; then
 	log "downloading $PKG $VER"
 	dl=$(mktemp -d "$WORK/dl.XXXXXX")
-	chmod 755 "$dl" # let apt's _apt user write there (no 'unsandboxed' warning)
+	chown _apt "$dl" 2>/dev/null || true # apt's sandbox user writes there
 	(cd "$dl" && apt-get download -q "$PKG=$VER" >/dev/null) || { rm -rf "$dl"; die "apt-get download $PKG=$VER failed"; }
 	dpkg-deb -x "$dl"/"${PKG}"_*.deb "$dl/x"
 	mv -f "$dl/x/usr/src/linux-source-6.1.tar.xz" "$TARBALL"
