@@ -60,7 +60,7 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
-test: build guests initramfs vet
+test: build guests initramfs debian-kernel vet
 	$(GO) test -race -count=1 -timeout 50m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 

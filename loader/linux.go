@@ -65,6 +65,9 @@ type LinuxOptions struct {
 	Cmdline  string
 	Initrd   []byte
 	RSDPAddr uint64 // 0: let the kernel scan for it
+	// Decompress enters a bzImage's uncompressed kernel directly (its
+	// payload, decompressed by govmm) instead of its decompressor.
+	Decompress bool
 }
 
 // ErrNotLinux means the image is neither a bzImage nor an x86-64 ELF.
@@ -81,6 +84,17 @@ func LoadLinux(mem *memory.Memory, img []byte, o LinuxOptions) (*Linux, error) {
 	switch {
 	case len(img) >= 4 && bytes.Equal(img[:4], []byte(elf.ELFMAG)):
 		err = loadVmlinux(mem, img, zp, &l)
+	case len(img) >= 0x250 && binary.LittleEndian.Uint32(img[0x202:]) == hdrSMagic && o.Decompress:
+		var vmlinux []byte
+		if vmlinux, err = bzImagePayload(img); err != nil {
+			return nil, err
+		}
+		if err = loadVmlinux(mem, vmlinux, zp, &l); err != nil {
+			return nil, err
+		}
+		// The kernel reads its own setup header (xloadflags, init_size...).
+		hdrEnd := min(0x202+int(img[0x201]), 0x280)
+		copy(zp[0x1F1:hdrEnd], img[0x1F1:hdrEnd])
 	case len(img) >= 0x250 && binary.LittleEndian.Uint32(img[0x202:]) == hdrSMagic:
 		err = loadBzImage(mem, img, zp, &l)
 	default:

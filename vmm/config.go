@@ -26,13 +26,16 @@ type Config struct {
 	X2APIC  X2APIC
 	// IOMMU adds the VT-d interrupt-remapping unit (with x2APIC destinations
 	// when X2APIC is on).
-	IOMMU   bool
-	Kernel  []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
-	Initrd  []byte // Linux only
-	Cmdline string
-	Modules []loader.Module
-	Console io.Writer // the serial port's output
-	KVMPath string    // default /dev/kvm
+	IOMMU  bool
+	Kernel []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
+	Initrd []byte // Linux only
+	// RunDecompressor enters a bzImage at its own decompressor; by default
+	// govmm decompresses the payload and enters startup_64 directly.
+	RunDecompressor bool
+	Cmdline         string
+	Modules         []loader.Module
+	Console         io.Writer // the serial port's output
+	KVMPath         string    // default /dev/kvm
 }
 
 // DefaultMemSize is the RAM of a VM when none is asked for.

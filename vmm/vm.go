@@ -171,7 +171,7 @@ func (vm *VM) loadKernel() (*vcpu.EntryState, error) {
 		return nil, err
 	}
 	l, err := loader.LoadLinux(vm.mem, vm.cfg.Kernel, loader.LinuxOptions{
-		Cmdline: vm.cfg.Cmdline, Initrd: vm.cfg.Initrd, RSDPAddr: rsdpAddr})
+		Cmdline: vm.cfg.Cmdline, Initrd: vm.cfg.Initrd, RSDPAddr: rsdpAddr, Decompress: !vm.cfg.RunDecompressor})
 	if errors.Is(err, loader.ErrNotLinux) {
 		return nil, errors.New("the image is neither a Multiboot kernel (no Multiboot header in its first 8 KiB) nor a Linux bzImage or vmlinux")
 	}

@@ -57,6 +57,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop the guest after this long")
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
+	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
 		fs.PrintDefaults()
@@ -112,7 +113,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: img, Initrd: rd, Console: con, IOMMU: m.iommu,
+	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: img, Initrd: rd, Console: con, IOMMU: m.iommu, RunDecompressor: *decomp,
 		Cmdline: strings.Join(strings.Fields(strings.Join(cmdline, " ")), " ")}
 	if !m.x2apic {
 		cfg.X2APIC = vmm.X2APICOff
