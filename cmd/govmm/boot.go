@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,23 +23,6 @@ func cacheDir() string {
 	}
 	return ".cache"
 }
-
-// apicModes maps --x2apic to what the VM presents. Linux chooses its mode
-// from that (REFERENCE.md); govmm then checks the kernel's log.
-var apicModes = map[string]struct {
-	x2apic, iommu bool
-	cmdline       string
-	want          string // the mode the kernel log must show
-}{
-	"off":      {false, false, "", "flat|physflat"},
-	"physical": {true, false, "", "physical x2apic"},
-	"cluster":  {true, true, "", "cluster x2apic"},
-	"mixed":    {true, true, "govmm.apic=mixed", "mixed"},
-}
-
-// emulatingHostCmdline keeps a kernel away from what this kind of host's
-// instruction emulator cannot run in kernel mode (HOST.md).
-const emulatingHostCmdline = "noxsave clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx cryptomgr.notests init_on_alloc=0"
 
 // cmdBoot is 'govmm boot': boot Linux on govmm's own APICs in one APIC mode
 // and report the boot phases, the mode the kernel chose and the exits.
@@ -68,17 +49,9 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
 	}
-	m, ok := apicModes[*mode]
-	if !ok {
-		return 0, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", *mode)
-	}
-	switch {
-	case *mode == "off" && *cpus > 255:
-		return 0, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", *cpus)
-	case *mode == "physical" && *cpus > 255:
-		return 0, fmt.Errorf("--x2apic=physical with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", *cpus)
-	case *mode == "mixed" && *kernel != "":
-		return 0, errors.New("--x2apic=mixed needs govmm's guest kernel (its patch provides the mode): drop --kernel")
+	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *appendArgs)
+	if err != nil {
+		return 0, err
 	}
 	size, err := parseSize(*mem)
 	if err != nil {
@@ -103,21 +76,12 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if rd, err = os.ReadFile(ipath); err != nil && *initrd != "" {
 		return 0, fmt.Errorf("cannot read initramfs: %w", err)
 	}
-	cmdline := []string{"console=ttyS0", "earlyprintk=serial,ttyS0", "panic=-1", "nowatchdog", "reboot=acpi"}
-	if vmm.HostEmulates() {
-		cmdline = append(cmdline, emulatingHostCmdline)
-	}
-	cmdline = append(cmdline, m.cmdline, *appendArgs)
 	var out io.Writer = stdout
 	if *quiet {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: img, Initrd: rd, Console: con, IOMMU: m.iommu, RunDecompressor: *decomp,
-		Cmdline: strings.Join(strings.Fields(strings.Join(cmdline, " ")), " ")}
-	if !m.x2apic {
-		cfg.X2APIC = vmm.X2APICOff
-	}
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor = size, img, rd, con, *decomp
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
@@ -143,27 +107,11 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, err
 		}
 	}
-	return bootVerdict(*mode, m.want, *cpus, st, res)
-}
-
-// bootVerdict turns the boot into govmm's exit code and, on failure, its
-// one-line error.
-func bootVerdict(mode, want string, cpus int, st vmm.LinuxState, res vmm.Result) (int, error) {
-	modeOK := false
-	for _, w := range strings.Split(want, "|") {
-		modeOK = modeOK || st.APICMode == w
-	}
-	switch {
-	case !st.InitRun && res.Err != nil:
+	if !st.InitRun && res.Err != nil {
 		return 0, fmt.Errorf("the guest did not reach /init: %w", res.Err)
-	case !st.InitRun && st.Panic != "":
-		return 0, fmt.Errorf("the guest kernel panicked before /init: %s", st.Panic)
-	case !st.InitRun:
-		return 0, fmt.Errorf("the guest ended (%s) before /init", res.How)
-	case !modeOK:
-		return 0, fmt.Errorf("--x2apic=%s: the kernel chose APIC mode %q, want %s", mode, st.APICMode, want)
-	case st.CPUsUp != cpus:
-		return 0, fmt.Errorf("only %d of %d CPUs came online", st.CPUsUp, cpus)
+	}
+	if err := st.Verify(m, *cpus); err != nil {
+		return 0, err
 	}
 	if vmm.HostEmulates() && res.How != "poweroff" {
 		// What follows /init is user space, which cannot run here.

@@ -1,0 +1,84 @@
+package vmm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LinuxMode is one of govmm boot's APIC modes: what the VM presents so that
+// Linux picks that mode (REFERENCE.md), and the mode its log must then show.
+type LinuxMode struct {
+	Name    string
+	X2APIC  bool     // CPUID advertises x2APIC
+	IOMMU   bool     // the VT-d unit (with EIM when X2APIC) and its DMAR table
+	Cmdline string   // what govmm's guest kernel needs to pick the mode
+	Want    []string // acceptable APICMode values of the kernel log
+	// GovmmKernel: only govmm's guest kernel (its patch series) has it.
+	GovmmKernel bool
+}
+
+// LinuxModes are the modes of 'govmm boot --x2apic='.
+var LinuxModes = map[string]LinuxMode{
+	"off":      {Name: "off", Want: []string{"flat", "physflat"}},
+	"physical": {Name: "physical", X2APIC: true, Want: []string{"physical x2apic"}},
+	"cluster":  {Name: "cluster", X2APIC: true, IOMMU: true, Want: []string{"cluster x2apic"}},
+	"mixed": {Name: "mixed", X2APIC: true, IOMMU: true, Cmdline: "govmm.apic=mixed", Want: []string{"mixed"},
+		GovmmKernel: true},
+}
+
+// LinuxBase is the command line govmm gives every Linux guest: the serial
+// console, a reboot through the ACPI reset register, no lockup watchdog
+// (an interpreted guest is slow, not stuck).
+const LinuxBase = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 nowatchdog reboot=acpi"
+
+// EmulatingHostCmdline keeps a kernel away from what an emulating host's
+// instruction emulator cannot run in kernel mode (HOST.md).
+const EmulatingHostCmdline = "noxsave clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx cryptomgr.notests init_on_alloc=0"
+
+// LinuxConfig returns the VM configuration that boots a Linux kernel in
+// mode on cpus vCPUs, or an error naming why the combination is impossible.
+func LinuxConfig(mode string, cpus int, govmmKernel bool, extra string) (Config, LinuxMode, error) {
+	m, ok := LinuxModes[mode]
+	if !ok {
+		return Config{}, m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
+	}
+	switch {
+	case !m.X2APIC && cpus > 255:
+		return Config{}, m, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", cpus)
+	case m.X2APIC && !m.IOMMU && cpus > 255:
+		return Config{}, m, fmt.Errorf("--x2apic=%s with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", mode, cpus)
+	case m.GovmmKernel && !govmmKernel:
+		return Config{}, m, fmt.Errorf("--x2apic=%s needs govmm's guest kernel (its patch series provides the mode)", mode)
+	}
+	parts := []string{LinuxBase}
+	if HostEmulates() {
+		parts = append(parts, EmulatingHostCmdline)
+	}
+	parts = append(parts, m.Cmdline, extra)
+	cfg := Config{CPUs: cpus, IOMMU: m.IOMMU, Cmdline: strings.Join(strings.Fields(strings.Join(parts, " ")), " ")}
+	if !m.X2APIC {
+		cfg.X2APIC = X2APICOff
+	}
+	return cfg, m, nil
+}
+
+// Verify checks a boot against its mode: /init reached, the mode chosen,
+// remapping as presented, every CPU online.
+func (s LinuxState) Verify(m LinuxMode, cpus int) error {
+	switch {
+	case s.Panic != "" && !s.InitRun:
+		return fmt.Errorf("the guest kernel panicked before /init: %s", s.Panic)
+	case !s.InitRun:
+		return fmt.Errorf("the guest did not reach /init")
+	case !slices.Contains(m.Want, s.APICMode):
+		return fmt.Errorf("--x2apic=%s: the kernel chose APIC mode %q, want %s", m.Name, s.APICMode, strings.Join(m.Want, " or "))
+	case m.IOMMU && s.IRQRemap == "":
+		return fmt.Errorf("--x2apic=%s: the kernel did not enable interrupt remapping", m.Name)
+	case !m.IOMMU && s.IRQRemap != "":
+		return fmt.Errorf("--x2apic=%s: the kernel enabled interrupt remapping with no remapping unit", m.Name)
+	case s.CPUsUp != cpus:
+		return fmt.Errorf("only %d of %d CPUs came online", s.CPUsUp, cpus)
+	}
+	return nil
+}
