@@ -15,16 +15,22 @@ type Platform struct {
 	Remapped      atomic.Uint64 // interrupts translated through an IRTE
 	RemapFaults   atomic.Uint64 // interrupts the remapping unit blocked
 	FaultByReason [MaxFaultReason]atomic.Uint64
+	// Device interrupts (IOAPIC pins and MSIs) as delivered, by how their
+	// destination was named: what tells mixed mode from cluster mode.
+	DevicePhysical atomic.Uint64
+	DeviceLogical  atomic.Uint64
 }
 
 // PlatformReport is the JSON and table form of Platform.
 type PlatformReport struct {
-	IOAPICFired   uint64            `json:"ioapic_fired"`
-	IOAPICLost    uint64            `json:"ioapic_lost"`
-	MSIs          uint64            `json:"msis"`
-	Remapped      uint64            `json:"remapped"`
-	RemapFaults   uint64            `json:"remap_faults"`
-	FaultByReason map[string]uint64 `json:"remap_faults_by_reason,omitempty"`
+	IOAPICFired    uint64            `json:"ioapic_fired"`
+	IOAPICLost     uint64            `json:"ioapic_lost"`
+	MSIs           uint64            `json:"msis"`
+	Remapped       uint64            `json:"remapped"`
+	RemapFaults    uint64            `json:"remap_faults"`
+	FaultByReason  map[string]uint64 `json:"remap_faults_by_reason,omitempty"`
+	DevicePhysical uint64            `json:"device_irqs_physical"`
+	DeviceLogical  uint64            `json:"device_irqs_logical"`
 }
 
 // Fault counts one blocked interrupt with its VT-d fault reason.
@@ -38,7 +44,8 @@ func (p *Platform) Fault(reason uint8) {
 // Report copies the counters.
 func (p *Platform) Report() PlatformReport {
 	r := PlatformReport{IOAPICFired: p.IOAPICFired.Load(), IOAPICLost: p.IOAPICLost.Load(), MSIs: p.MSIs.Load(),
-		Remapped: p.Remapped.Load(), RemapFaults: p.RemapFaults.Load()}
+		Remapped: p.Remapped.Load(), RemapFaults: p.RemapFaults.Load(),
+		DevicePhysical: p.DevicePhysical.Load(), DeviceLogical: p.DeviceLogical.Load()}
 	for i := range p.FaultByReason {
 		if n := p.FaultByReason[i].Load(); n != 0 {
 			if r.FaultByReason == nil {

@@ -195,7 +195,8 @@ func (r Report) WriteTable(w io.Writer) {
 	p := r.Platform
 	if p.IOAPICFired+p.MSIs+p.Remapped+p.RemapFaults > 0 {
 		writeCounts(w, "device interrupts", map[string]uint64{"ioapic_fired": p.IOAPICFired,
-			"ioapic_lost": p.IOAPICLost, "msis": p.MSIs, "remapped": p.Remapped, "remap_faults": p.RemapFaults})
+			"ioapic_lost": p.IOAPICLost, "msis": p.MSIs, "remapped": p.Remapped, "remap_faults": p.RemapFaults,
+			"delivered_physical_dest": p.DevicePhysical, "delivered_logical_dest": p.DeviceLogical})
 		writeCounts(w, "interrupt-remapping faults by reason", p.FaultByReason)
 	}
 	for _, s := range r.Sections {

@@ -55,11 +55,22 @@ func (p *platform) Fire(pin int, rte uint64) bool {
 	} else {
 		m = vioapic.DecodeRTE(rte)
 	}
-	if p.apics.Deliver(m) == 0 {
+	if p.deliver(m) == 0 {
 		p.acct.IOAPICLost.Add(1)
 		return false
 	}
 	return true
+}
+
+// deliver puts a device interrupt on the APIC bus and counts how its
+// destination was named.
+func (p *platform) deliver(m vlapic.Message) int {
+	if m.DestMode == vlapic.Logical {
+		p.acct.DeviceLogical.Add(1)
+	} else {
+		p.acct.DevicePhysical.Add(1)
+	}
+	return p.apics.Deliver(m)
 }
 
 // SendMSI delivers a device MSI from requester sid.
@@ -81,7 +92,7 @@ func (p *platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
 			return false // not an interrupt address: the write goes nowhere
 		}
 	}
-	return p.apics.Deliver(m) > 0
+	return p.deliver(m) > 0
 }
 
 // MSI is the remapping unit's own interrupts (fault events, invalidation
