@@ -1,0 +1,99 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/govmm/govmm/vmm"
+)
+
+// bootLinux boots kernel (path) in mode on cpus vCPUs up to /init and
+// checks the kernel's own log: APIC mode, remapping, CPUs online.
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int) (vmm.LinuxState, *vmm.VM, vmm.Result) {
+	t.Helper()
+	needKVM(t)
+	img, err := os.ReadFile(kernel)
+	if err != nil {
+		t.Fatalf("kernel not built or fetched (make kernel / make debian-kernel): %v", err)
+	}
+	rd, err := os.ReadFile(filepath.Join(cacheDir(), "initramfs.cpio"))
+	if err != nil {
+		t.Fatalf("initramfs not built (make initramfs): %v", err)
+	}
+	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
+	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize = img, rd, con, 512<<20
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Close)
+	res := vm.Run(40 * time.Minute)
+	st := vmm.ParseLinuxLog(con.Log())
+	if err := st.Verify(m, cpus); err != nil {
+		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
+	}
+	for _, p := range con.Reached() {
+		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
+	}
+	t.Logf("mode %q, remapping %q, %d CPUs, ended by %s", st.APICMode, st.IRQRemap, st.CPUsUp, res.How)
+	return st, vm, res
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestBootDebianKernel boots Debian's stock cloud kernel in the three modes
+// stock Linux has.
+func TestBootDebianKernel(t *testing.T) {
+	kernel := filepath.Join(cacheDir(), "debian-kernel", "vmlinuz")
+	for _, mode := range []string{"off", "physical", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			bootLinux(t, kernel, false, mode, 2)
+		})
+	}
+}
+
+// TestBootGovmmKernel boots govmm's own guest kernel in all four modes.
+func TestBootGovmmKernel(t *testing.T) {
+	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
+	for _, mode := range []string{"off", "physical", "cluster", "mixed"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			_, vm, _ := bootLinux(t, kernel, true, mode, 2)
+			r := vm.Accounting().Report()
+			p := r.Platform
+			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",
+				r.Total.IPISent, p.DevicePhysical, p.DeviceLogical)
+			switch mode {
+			case "mixed":
+				// Xen's mixed mode: IPIs cluster-addressed, device
+				// interrupts physically addressed.
+				if r.Total.IPISent["x2apic_logical"] == 0 {
+					t.Error("mixed mode: no cluster-addressed ICR write")
+				}
+				if p.DeviceLogical != 0 {
+					t.Errorf("mixed mode: %d device interrupts with a logical destination", p.DeviceLogical)
+				}
+			case "cluster":
+				if r.Total.IPISent["x2apic_logical"] == 0 {
+					t.Error("cluster mode: no cluster-addressed ICR write")
+				}
+			case "physical":
+				if r.Total.IPISent["x2apic_logical"] != 0 {
+					t.Error("physical mode: cluster-addressed ICR writes")
+				}
+			}
+		})
+	}
+}
