@@ -3,6 +3,7 @@ package vcpu
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -63,6 +64,7 @@ type VCPU struct {
 	tid         atomic.Int32
 	pid         int
 	wake        chan struct{}
+	dumpTo      atomic.Pointer[io.Writer]
 
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
@@ -129,6 +131,7 @@ func (v *VCPU) Run() error {
 			v.kvm.SetImmediateExit(false)
 		}
 		v.syncCR8(run)
+		v.maybeDump(run)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 				v.acct.Exit(accounting.CauseKick)

@@ -3,6 +3,7 @@ package vmm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -285,6 +286,13 @@ func (vm *VM) Run(timeout time.Duration) Result {
 				c.Notify()
 			}
 		}
+	}
+}
+
+// Dump prints every vCPU's state and LAPIC to w (see vcpu.RequestDump).
+func (vm *VM) Dump(w io.Writer) {
+	for _, c := range vm.cpus {
+		c.RequestDump(w)
 	}
 }
 

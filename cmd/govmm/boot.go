@@ -87,7 +87,10 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
 	}
 	defer vm.Close()
+	stopDump := make(chan struct{})
+	dumpOnSIGUSR2(vm, stopDump)
 	res := vm.Run(*timeout)
+	close(stopDump)
 	report := vm.Accounting().Report()
 	st := vmm.ParseLinuxLog(con.Log())
 

@@ -60,7 +60,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kernelPath, err)
 	}
 	defer vm.Close()
+	stopDump := make(chan struct{})
+	dumpOnSIGUSR2(vm, stopDump)
 	res := vm.Run(*timeout)
+	close(stopDump)
 	report := vm.Accounting().Report()
 	if stats, err := vm.KVMStats(); err == nil {
 		report.KVMStats = exitStats(stats)
