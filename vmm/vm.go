@@ -289,10 +289,16 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	}
 }
 
-// Dump prints every vCPU's state and LAPIC to w (see vcpu.RequestDump).
+// Dump prints every vCPU's state and LAPIC to w (see vcpu.RequestDump),
+// and the exits so far by cause.
 func (vm *VM) Dump(w io.Writer) {
 	for _, c := range vm.cpus {
 		c.RequestDump(w)
+	}
+	r := vm.acct.Report()
+	fmt.Fprintf(w, "exits so far: %d; injected %d\n", r.Total.Exits, r.Total.Injected)
+	for c, n := range r.Total.ByCause {
+		fmt.Fprintf(w, "  %s %d\n", c, n)
 	}
 }
 

@@ -10,6 +10,9 @@
 # Environment: GOVMM_LINUX_JOBS (default: nproc), GOVMM_LINUX_FORCE=1 (ignore stamp).
 set -euo pipefail
 
+# All in one function: bash reads a script as it runs, so an edit of this
+# file during a (long) build must not change what the running build does.
+main() {
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${1:-${GOVMM_CACHE:-}}
 if [ -z "$CACHE" ]; then
@@ -171,3 +174,7 @@ echo "$STAMP" >"$OUT/stamp"
 
 log "built $RELEASE from $PKG $VER: compile $((TE - TB)) s, total $((TE - T0)) s"
 log "  $OUT/vmlinux $(stat -c %s "$OUT/vmlinux") bytes, bzImage $(stat -c %s "$OUT/bzImage") bytes"
+}
+
+main "$@"
+exit
