@@ -18,7 +18,7 @@ type LinuxState struct {
 }
 
 var (
-	reRouting   = regexp.MustCompile(`Switched APIC routing to:? ?(physical flat|cluster x2apic|physical x2apic|flat|x2apic cluster|x2apic physical)`)
+	reRouting   = regexp.MustCompile(`Switched APIC routing to:? ?(physical flat|cluster x2apic|physical x2apic|mixed x2apic|flat|x2apic cluster|x2apic physical)`)
 	reMixed     = regexp.MustCompile(`govmm: APIC mode mixed`)
 	reX2APIC    = regexp.MustCompile(`x2apic enabled|x2apic: enabled|Enabling x2apic`)
 	reIRQRemap  = regexp.MustCompile(`Enabled IRQ remapping in (x2apic|xapic) mode`)
@@ -40,6 +40,8 @@ func ParseLinuxLog(log string) LinuxState {
 			s.APICMode = "cluster x2apic"
 		case "physical x2apic", "x2apic physical":
 			s.APICMode = "physical x2apic"
+		case "mixed x2apic":
+			s.APICMode = "mixed"
 		default:
 			s.APICMode = m[1]
 		}
@@ -47,7 +49,7 @@ func ParseLinuxLog(log string) LinuxState {
 	if reMixed.MatchString(log) {
 		s.APICMode = "mixed"
 	}
-	s.X2APIC = reX2APIC.MatchString(log) || s.APICMode == "cluster x2apic" || s.APICMode == "physical x2apic"
+	s.X2APIC = reX2APIC.MatchString(log) || s.APICMode == "cluster x2apic" || s.APICMode == "physical x2apic" || s.APICMode == "mixed"
 	if s.APICMode == "" && !s.X2APIC && reFlatUnset.MatchString(log) {
 		s.APICMode = "flat" // the default xAPIC driver prints no switch
 	}

@@ -1,0 +1,67 @@
+package vmm
+
+import "testing"
+
+func TestParseLinuxLog(t *testing.T) {
+	cases := []struct {
+		log  string
+		want LinuxState
+	}{
+		{`[    0.1] Linux version 6.1.0-57-cloud-amd64 (x)
+[   95.5] DMAR-IR: Enabled IRQ remapping in x2apic mode
+[   96.0] x2apic enabled
+[   96.0] Switched APIC routing to cluster x2apic.
+[   97.9] smp: Brought up 1 node, 2 CPUs
+[  400.1] Run /init as init process
+`, LinuxState{APICMode: "cluster x2apic", X2APIC: true, IRQRemap: "x2apic", CPUsUp: 2, InitRun: true, KernelLine: "Linux version 6.1.0-57-cloud-amd64"}},
+		{`[    1.0] APIC: Switch to symmetric I/O mode setup
+[    2.0] smp: Brought up 1 node, 4 CPUs
+[    3.0] Kernel panic - not syncing: VFS: Unable to mount root fs
+`, LinuxState{APICMode: "flat", CPUsUp: 4, Panic: "Kernel panic - not syncing: VFS: Unable to mount root fs"}},
+		{`Switched APIC routing to mixed x2apic.
+govmm: APIC mode mixed: IPIs logical cluster, device interrupts physical
+smp: Brought up 1 node, 1 CPU
+`, LinuxState{APICMode: "mixed", X2APIC: true, CPUsUp: 1}},
+		{`Switched APIC routing to physical flat.`, LinuxState{APICMode: "physflat"}},
+	}
+	for i, c := range cases {
+		if got := ParseLinuxLog(c.log); got != c.want {
+			t.Errorf("case %d: got %+v\nwant %+v", i, got, c.want)
+		}
+	}
+	m := LinuxModes["cluster"]
+	ok := LinuxState{APICMode: "cluster x2apic", X2APIC: true, IRQRemap: "x2apic", CPUsUp: 2, InitRun: true}
+	if err := ok.Verify(m, 2); err != nil {
+		t.Errorf("a good cluster boot fails: %v", err)
+	}
+	bad := ok
+	bad.IRQRemap = ""
+	if err := bad.Verify(m, 2); err == nil {
+		t.Error("cluster mode without remapping passes")
+	}
+	if err := ok.Verify(m, 4); err == nil {
+		t.Error("2 of 4 CPUs passes")
+	}
+	if err := ok.Verify(LinuxModes["mixed"], 2); err == nil {
+		t.Error("cluster mode passes as mixed")
+	}
+}
+
+func TestLinuxConfigRefuses(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		cpus  int
+		govmm bool
+	}{{"off", 300, true}, {"physical", 256, true}, {"mixed", 2, false}, {"bogus", 2, true}} {
+		if _, _, err := LinuxConfig(c.mode, c.cpus, c.govmm, ""); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	cfg, _, err := LinuxConfig("mixed", 288, true, "quiet")
+	if err != nil || !cfg.IOMMU || cfg.X2APIC != X2APICOn {
+		t.Fatalf("mixed on 288: %+v %v", cfg, err)
+	}
+	if want := "govmm.apic=mixed quiet"; len(cfg.Cmdline) < len(want) || cfg.Cmdline[len(cfg.Cmdline)-len(want):] != want {
+		t.Errorf("command line %q does not end with %q", cfg.Cmdline, want)
+	}
+}
