@@ -28,6 +28,7 @@ const (
 	CauseMSRTSCDeadlineWrite
 	CauseMSRAPICBaseRead
 	CauseMSRAPICBaseWrite
+	CauseMSRPVIPI
 	CauseMSROtherRead
 	CauseMSROtherWrite
 	CausePIOSerial
@@ -59,7 +60,7 @@ const (
 )
 
 var fixedNames = [...]string{
-	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write",
+	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write", "msr_pv_send_ipi",
 	"msr_other_read", "msr_other_write",
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
@@ -135,11 +136,12 @@ const (
 	IPISelf
 	IPIAllIncludingSelf
 	IPIAllExcludingSelf
+	IPIParavirt // govmm's PV send-IPI (package pvipi)
 	NumIPIKinds
 )
 
 var ipiNames = [...]string{"xapic_physical", "xapic_logical", "x2apic_physical", "x2apic_logical",
-	"broadcast", "self", "all_including_self", "all_excluding_self"}
+	"broadcast", "self", "all_including_self", "all_excluding_self", "pv"}
 
 func (k IPIKind) String() string {
 	if k < NumIPIKinds {

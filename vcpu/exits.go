@@ -6,6 +6,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -132,6 +133,9 @@ func (v *VCPU) handleMSR(write bool) {
 		} else {
 			m.Data, err = v.lapic.ReadMSR(idx)
 		}
+	case idx == pvipi.MSRSendIPI:
+		v.acct.Exit(accounting.CauseMSRPVIPI)
+		err = v.sendPVIPI(write, m.Data)
 	case idx == vlapic.MSRAPICBase:
 		v.acct.Exit(pick(write, accounting.CauseMSRAPICBaseWrite, accounting.CauseMSRAPICBaseRead))
 		if write {
@@ -154,6 +158,22 @@ func pick[T any](c bool, a, b T) T {
 		return a
 	}
 	return b
+}
+
+// sendPVIPI serves govmm's PV send-IPI trap (package pvipi for the ABI).
+func (v *VCPU) sendPVIPI(write bool, value uint64) error {
+	if !write || v.apics == nil || v.mem == nil {
+		return vlapic.ErrGP
+	}
+	regs := &v.kvm.RunData().Sync.Regs
+	req, err := pvipi.Decode(v.mem, value, regs.RSI, regs.RDI)
+	if err != nil {
+		return vlapic.ErrGP
+	}
+	n := req.Deliver(v.apics, v.id)
+	v.acct.IPISent[accounting.IPIParavirt].Add(1)
+	v.acct.IPIDelivered[accounting.IPIParavirt].Add(uint64(n))
+	return nil
 }
 
 // countIPI charges an ICR or SELF_IPI write to the IPI counters.

@@ -33,8 +33,11 @@ type Config struct {
 	Ports *devices.PortBus
 	MMIO  MMIOHandler // may be nil
 	Clock vlapic.Clock
-	// Mem is guest RAM, for completing instructions with memory operands.
+	// Mem is guest RAM, for completing instructions with memory operands
+	// and reading PV IPI bitmaps.
 	Mem *memory.Memory
+	// APICs is the APIC bus, for PV IPIs; nil disables them (#GP).
+	APICs *vlapic.Bus
 	// Done is closed when the VM ends; every loop then returns.
 	Done <-chan struct{}
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
@@ -56,6 +59,7 @@ type VCPU struct {
 	mmio  MMIOHandler
 	clock vlapic.Clock
 	mem   *memory.Memory
+	apics *vlapic.Bus
 	done  <-chan struct{}
 	boot  *EntryState
 
@@ -76,7 +80,7 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs,
 		done: c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()

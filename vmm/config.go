@@ -26,7 +26,9 @@ type Config struct {
 	X2APIC  X2APIC
 	// IOMMU adds the VT-d interrupt-remapping unit (with x2APIC destinations
 	// when X2APIC is on).
-	IOMMU  bool
+	IOMMU bool
+	// PVIPI advertises govmm's paravirtual send-IPI (package pvipi).
+	PVIPI  bool
 	Kernel []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
 	Initrd []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default

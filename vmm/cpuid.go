@@ -1,6 +1,9 @@
 package vmm
 
-import "github.com/govmm/govmm/kvm"
+import (
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pvipi"
+)
 
 // CPUID bits govmm sets or clears.
 const (
@@ -19,7 +22,7 @@ const (
 // the x2APIC and TSC-deadline bits as configured, the hypervisor bit, and
 // no KVM PV feature (each one would make a guest issue hypercalls that need
 // KVM's in-kernel APIC, or that hang on emulating hosts).
-func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic bool) []kvm.CPUIDEntry {
+func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI bool) []kvm.CPUIDEntry {
 	out := make([]kvm.CPUIDEntry, 0, len(supported))
 	for _, e := range supported {
 		switch e.Function {
@@ -51,6 +54,16 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic bool) []kvm.CPUID
 		}
 		out = append(out, e)
 	}
+	// govmm's own leaves (package pvipi): signature, then features.
+	sig := []byte(pvipi.Signature)
+	le := func(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
+	var feat uint32
+	if pvIPI {
+		feat |= pvipi.FeatureSendIPI
+	}
+	out = append(out,
+		kvm.CPUIDEntry{Function: pvipi.CPUIDBase, EAX: pvipi.CPUIDFeatures, EBX: le(sig[0:]), ECX: le(sig[4:]), EDX: le(sig[8:])},
+		kvm.CPUIDEntry{Function: pvipi.CPUIDFeatures, EAX: feat})
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -149,7 +150,8 @@ func (vm *VM) setupKVM() error {
 	deny := func(msr uint32) kvm.MSRRange {
 		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
-	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase)}); err != nil {
+	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase),
+		deny(pvipi.MSRSendIPI)}); err != nil {
 		return err
 	}
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
@@ -199,7 +201,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 		vm.kvcpu[i] = c
-		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn)); err != nil {
+		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn, vm.cfg.PVIPI)); err != nil {
 			return err
 		}
 	}
@@ -213,6 +215,9 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
 			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Mem: vm.mem, Done: vm.done}
+		if vm.cfg.PVIPI {
+			cfg.APICs = vm.apics
+		}
 		if i == 0 {
 			cfg.Boot = boot
 		}

@@ -38,6 +38,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop the guest after this long")
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
+	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
@@ -81,7 +82,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor = size, img, rd, con, *decomp
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVIPI = size, img, rd, con, *decomp, *pv
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
