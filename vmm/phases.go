@@ -20,7 +20,8 @@ type Milestone struct {
 // the order they happen.
 var LinuxMilestones = []Milestone{
 	{"first console line", regexp.MustCompile(`.`)},
-	{"APIC mode chosen", regexp.MustCompile(`Switched APIC routing to|APIC: Switch to symmetric I/O mode|x2apic: enabled|govmm: APIC mode`)},
+	{"APIC set up", regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)},
+	{"APIC mode chosen", regexp.MustCompile(`Switched APIC routing to|govmm: APIC mode`)},
 	{"all CPUs up", regexp.MustCompile(`smp: Brought up \d+ nodes?, \d+ CPUs?`)},
 	{"/init started", regexp.MustCompile(`Run /init as init process`)},
 }
