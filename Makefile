@@ -14,9 +14,10 @@ export GOVMM_BIN       := $(BIN)
 all: build guests
 
 # Debian packages the build and tests use (gcc/binutils build the guests and
-# the KVM ABI probe; acpica-tools' iasl/acpiexec check the ACPI tables).
+# the KVM ABI probe; acpica-tools' iasl/acpiexec check the ACPI tables;
+# chromium renders the dashboard in the browser test).
 # Installed only when missing.
-DEBS := gcc binutils make acpica-tools
+DEBS := gcc binutils make acpica-tools chromium
 deps: $(CACHE)/.deps
 $(CACHE)/.deps: Makefile
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -102,6 +102,15 @@ func (lv *liveVM) end(t *testing.T) {
 		t.Fatalf("the VM ended with an error after %v: %v\nconsole:\n%s", res.Duration, res.Err, lv.con.String())
 	}
 	t.Logf("guest ended (%s, status %d) after %v", res.How, res.Status, res.Duration.Round(time.Millisecond))
+	// The guest's own verdict is the IPI tests' business (ipi_test.go);
+	// here it only has to keep the VM busy. Say why it failed, though.
+	if res.Status != 1 {
+		for _, l := range strings.Split(lv.con.String(), "\n") {
+			if strings.Contains(l, "FAIL") {
+				t.Logf("guest: %s", l)
+			}
+		}
+	}
 	st := getState(t, lv.url)
 	want := lv.vm.Accounting().Report().Total.Exits
 	if st.Total.Exits != want {

@@ -126,14 +126,21 @@ func (v *VCPU) Run() error {
 		}
 		v.syncTimer()
 		v.state.Store(uint32(StateGuest))
-		if !v.prepareEntry() {
-			return nil
+		if err := v.prepareEntry(); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return &Error{v.id, err}
 		}
 		err := v.kvm.Run()
 		v.state.Store(uint32(StateVMM))
-		if v.kickPending.Swap(false) {
-			v.kvm.SetImmediateExit(false)
-		}
+		// Clear the kick in this order, and immediate_exit always: a Notify
+		// that won its CAS before the Store may set immediate_exit after we
+		// looked, which must cost at most one spurious exit, never leave
+		// immediate_exit set with no kick pending (every later KVM_RUN would
+		// return at once and the guest would never run again).
+		v.kickPending.Store(false)
+		v.kvm.SetImmediateExit(false)
 		v.syncCR8(run)
 		v.maybeDump(run)
 		if err != nil {
@@ -174,9 +181,9 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 
 // prepareEntry acts on latched INIT/SIPI/NMI and injects the highest
 // deliverable vector, or asks KVM for an interrupt window when the guest
-// cannot take it now. It returns false if the VM ended while the vCPU was
-// waiting for SIPI.
-func (v *VCPU) prepareEntry() bool {
+// cannot take it now. It returns errStop if the VM ended while the vCPU
+// was waiting for SIPI.
+func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
 	v.lapic.Tick()
 	v.takeEvents()
@@ -184,7 +191,7 @@ func (v *VCPU) prepareEntry() bool {
 		v.events.INIT = false
 		v.lapic.InitReset()
 		if !v.waitSIPI() {
-			return false
+			return errStop
 		}
 		v.state.Store(uint32(StateGuest))
 	}
@@ -198,9 +205,12 @@ func (v *VCPU) prepareEntry() bool {
 	if _, ok := v.lapic.PendingVector(); ok {
 		if run.ReadyForInterruptInjection != 0 && run.IFFlag != 0 {
 			if vec, ok := v.lapic.Acknowledge(); ok {
-				if err := v.kvm.Interrupt(vec); err == nil {
-					v.acct.Injected.Add(1)
+				// The vector is in service now: failing to inject it
+				// would lose it, so that is fatal, never silent.
+				if err := v.kvm.Interrupt(vec); err != nil {
+					return fmt.Errorf("injecting vector %#x: %w", vec, err)
 				}
+				v.acct.Injected.Add(1)
 			}
 		}
 		_, more := v.lapic.PendingVector()
@@ -210,7 +220,7 @@ func (v *VCPU) prepareEntry() bool {
 	}
 	v.cr8 = v.lapic.CR8()
 	run.CR8 = v.cr8
-	return true
+	return nil
 }
 
 func (v *VCPU) takeEvents() {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -39,6 +40,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
 	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
+	dash := addDashFlags(fs)
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
@@ -88,6 +90,11 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
 	}
 	defer vm.Close()
+	stopDash, err := dash.start(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, stderr)
+	if err != nil {
+		return 0, err
+	}
+	defer stopDash()
 	stopDump := make(chan struct{})
 	dumpOnSIGUSR2(vm, stopDump)
 	res := vm.Run(*timeout)

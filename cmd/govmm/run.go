@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/vmm"
 )
@@ -29,6 +30,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
 	quiet := fs.Bool("quiet", false, "do not print the accounting table")
 	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
+	dash := addDashFlags(fs)
 	var mods moduleFlag
 	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
 	fs.Usage = func() {
@@ -61,6 +63,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kernelPath, err)
 	}
 	defer vm.Close()
+	stopDash, err := dash.start(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, stderr)
+	if err != nil {
+		return 0, err
+	}
+	defer stopDash()
 	stopDump := make(chan struct{})
 	dumpOnSIGUSR2(vm, stopDump)
 	res := vm.Run(*timeout)

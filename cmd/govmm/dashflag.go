@@ -1,0 +1,42 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/vmm"
+)
+
+// dashFlags are the dashboard flags of run and boot.
+type dashFlags struct {
+	addr   *string
+	remote *bool
+}
+
+func addDashFlags(fs *flag.FlagSet) dashFlags {
+	return dashFlags{
+		addr: fs.String("dashboard", "", "serve the live dashboard, JSON API and /metrics at ADDR (e.g. "+
+			dashboard.DefaultAddr+"); loopback only unless --dashboard-remote"),
+		remote: fs.Bool("dashboard-remote", false, "let --dashboard listen on a non-loopback address"),
+	}
+}
+
+// start serves the dashboard of vm while it runs; the returned stop ends it.
+// Listening happens here so that a bad address is an error before the
+// guest starts.
+func (d dashFlags) start(vm *vmm.VM, con *vmm.Console, info dashboard.Info, stderr io.Writer) (func(), error) {
+	if *d.addr == "" {
+		return func() {}, nil
+	}
+	srv := dashboard.New(dashboard.VMSource(vm, con, info), dashboard.Options{AllowRemote: *d.remote})
+	l, err := srv.Listen(*d.addr)
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	fmt.Fprintf(stderr, "govmm: dashboard at http://%s/ (JSON at /api/v1/state, Prometheus at /metrics)\n", l.Addr())
+	go srv.Serve(l)
+	return func() { srv.Close() }, nil
+}
