@@ -39,6 +39,11 @@ $(INITRAMFS): go.mod go.sum $(shell find guest/cmd -name '*.go')
 	$(GO) tool u-root -o $@.tmp $(UROOT_CMDS)
 	@mv $@.tmp $@
 
+# govmm's guest kernel: Debian's linux-source-6.1, guest/linux/govmm.config
+# and guest/linux/patches; rebuilt only when one of them changes.
+kernel: deps
+	@guest/linux/build.sh $(CACHE)
+
 # Debian's stock cloud kernel, booted in CI beside govmm's own.
 debian-kernel: deps
 	@scripts/debian-kernel.sh $(CACHE)
@@ -61,7 +66,7 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
-test: build guests initramfs debian-kernel vet
+test: build guests initramfs kernel debian-kernel vet
 	$(GO) test -race -count=1 -timeout 50m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 
