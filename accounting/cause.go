@@ -50,7 +50,8 @@ const (
 	CauseMMIOOther
 	CauseHLT
 	CauseIRQWindow
-	CauseKick // KVM_RUN interrupted by a kick (EINTR / immediate_exit)
+	CauseKick         // KVM_RUN interrupted by a kick that brought work (EINTR / immediate_exit)
+	CauseKickSpurious // ... by a kick that found nothing new (a kick racing an exit)
 	CauseSetTPR
 	CauseRecoverInt3
 	CauseRecoverOther
@@ -65,7 +66,7 @@ var fixedNames = [...]string{
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
-	"mmio_other", "hlt", "irq_window", "kick", "set_tpr", "recover_int3", "recover_other",
+	"mmio_other", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
 	"shutdown", "other",
 }
 

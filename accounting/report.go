@@ -120,7 +120,7 @@ var tableColumns = []struct {
 	{"pio", func(c string) bool { return strings.HasPrefix(c, "pio_") }},
 	{"hlt", func(c string) bool { return c == "hlt" }},
 	{"irq-win", func(c string) bool { return c == "irq_window" }},
-	{"kick", func(c string) bool { return c == "kick" }},
+	{"kick", func(c string) bool { return strings.HasPrefix(c, "kick") }},
 	{"recover", func(c string) bool { return strings.HasPrefix(c, "recover_") }},
 }
 

@@ -93,7 +93,7 @@ func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) 
 		t.Fatal(err)
 	}
 	var con syncBuffer
-	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con, IOMMU: true}
+	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con, IOMMU: true, PVIPI: true}
 	if !x2apic {
 		cfg.X2APIC = vmm.X2APICOff
 	}

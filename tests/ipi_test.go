@@ -10,7 +10,7 @@ import (
 )
 
 // ipiModes are the destination modes ipi.elf exercises.
-var ipiModes = []string{"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster"}
+var ipiModes = []string{"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv"}
 
 const rounds = 2
 
@@ -28,7 +28,7 @@ type ipiExpect struct {
 }
 
 func expectFor(mode string, n int) ipiExpect {
-	e := ipiExpect{x2: strings.HasPrefix(mode, "x2apic")}
+	e := ipiExpect{x2: strings.HasPrefix(mode, "x2apic") || mode == "pv"}
 	switch mode {
 	case "xapic-flat":
 		e.members = min(n, 8) - 1 // flat logical: 8 LDR bits
@@ -42,6 +42,8 @@ func expectFor(mode string, n int) ipiExpect {
 	perRound := 0
 	switch {
 	case p == 0:
+	case mode == "pv":
+		perRound = 1 // one trap names every AP
 	case strings.HasSuffix(mode, "-phys"):
 		perRound = p // physical: one ICR per destination
 	case mode == "xapic-flat":
@@ -66,7 +68,9 @@ func expectFor(mode string, n int) ipiExpect {
 //     shorthand needs no ICR2);
 //   - every receiver one EOI per IPI it got;
 //   - a receiver running guest code (sections 4, 5) exactly one kick per
-//     IPI or NMI; a halted one none (it is woken, not kicked).
+//     IPI or NMI (plus, rarely, one spurious kick exit when the kicking
+//     thread is preempted between immediate_exit and its signal: counted
+//     apart); a halted one none (it is woken, not kicked).
 func TestIPIExitCounts(t *testing.T) {
 	for _, mode := range ipiModes {
 		for _, n := range cpuCounts {
@@ -87,7 +91,11 @@ func TestIPIExitCounts(t *testing.T) {
 				for sec := 1; sec <= lastSection; sec++ {
 					s := g.section(t, sec)
 					bsp := s.CPUs[0]
-					wantBSP := map[accounting.Cause]uint64{icrW: uint64(e.icr[sec])}
+					send := icrW
+					if mode == "pv" && (sec == 1 || sec == 2 || sec == 4) {
+						send = accounting.CauseMSRPVIPI // PV sends; broadcasts and NMIs use the ICR
+					}
+					wantBSP := map[accounting.Cause]uint64{send: uint64(e.icr[sec])}
 					if !e.x2 {
 						wantBSP[icrR] = uint64(e.icr[sec])
 						wantBSP[icr2W] = uint64(e.icr[sec])
@@ -138,7 +146,7 @@ func TestIPIExitCounts(t *testing.T) {
 							if ap.NMIs != nmis {
 								t.Errorf("section %d: CPU %d NMIs = %d, want %d", sec, ap.CPU, ap.NMIs, nmis)
 							}
-							if spinner && ap.Exits != kicks+want {
+							if spinner && ap.Exits-exits(ap, accounting.CauseKickSpurious) != kicks+want {
 								t.Errorf("section %d: spinning CPU %d took %d exits, want %d: %v", sec, ap.CPU, ap.Exits, kicks+want, ap.ByCause)
 							}
 						}

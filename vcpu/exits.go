@@ -29,7 +29,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 	case kvm.ExitIRQWindowOpen:
 		v.acct.Exit(accounting.CauseIRQWindow)
 	case kvm.ExitIntr:
-		v.acct.Exit(accounting.CauseKick)
+		v.acct.Exit(v.kickCause())
 	case kvm.ExitSetTPR:
 		v.acct.Exit(accounting.CauseSetTPR)
 	case kvm.ExitInternalError:

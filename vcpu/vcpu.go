@@ -145,7 +145,7 @@ func (v *VCPU) Run() error {
 		v.maybeDump(run)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-				v.acct.Exit(accounting.CauseKick)
+				v.acct.Exit(v.kickCause())
 				continue
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
@@ -157,6 +157,18 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 	}
+}
+
+// kickCause tells a kick that brought work (an interrupt, NMI, INIT or
+// SIPI to act on, or the VM's end) from one that raced an exit and found
+// nothing: the kick protocol can cost at most one such spurious exit.
+func (v *VCPU) kickCause() accounting.Cause {
+	v.takeEvents()
+	_, pending := v.lapic.PendingVector()
+	if pending || v.events.NMI || v.events.INIT || v.events.SIPI || v.stopped() {
+		return accounting.CauseKick
+	}
+	return accounting.CauseKickSpurious
 }
 
 // errStop ends the loop quietly (the VM is ending).

@@ -28,10 +28,11 @@
 
 const char guest_name[] = "ipi";
 
-enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, NMODES };
+enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, PV, NMODES };
 static const char *const mode_names[NMODES] = {
-	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster",
+	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv",
 };
+
 
 enum {                                  /* vectors, 0x40 + index into got[] */
 	V_UNI = 0x40, V_MULTI, V_CMD, V_LOWPRI, V_ALLBUT, V_TPR, V_BCAST, V_SELF, V_GP,
@@ -42,6 +43,29 @@ enum {                                  /* vectors, 0x40 + index into got[] */
 
 static int mode, logical;
 static u32 n, rounds;
+
+/* govmm's PV send-IPI (pvipi package): WRMSR 0x4D564F50 with EAX = vector,
+ * EDX = bitmap words, ESI = bitmap address, EDI = lowest APIC ID. One exit
+ * sends to every APIC ID set in the bitmap. Receivers run x2APIC physical. */
+#define MSR_PV_SEND_IPI 0x4D564F50
+static u32 pv_bitmap[2 * 64] __attribute__((aligned(4096))); /* 64 words of 64 bits */
+
+static int has_pv_ipi(void)
+{
+	u32 r[4];
+	cpuid(0x40000100, r);
+	if (r[1] != 0x6d766f47 || r[2] != 0x766f476d || r[3] != 0x6f476d6d) /* "GovmmGovmmGo" */
+		return 0;
+	cpuid(0x40000101, r);
+	return r[0] & 1;
+}
+
+static void pv_send(u32 vec)
+{
+	u32 words = (n + 63) / 64;
+	asm volatile("wrmsr" :: "c"(MSR_PV_SEND_IPI), "a"(vec), "d"(words), "S"(pv_bitmap), "D"(0) : "memory");
+	apic_acc[this_cpu()]++;
+}
 static volatile u32 got[NV][MAX_CPUS];  /* handler runs, per vector and APIC ID */
 static volatile u32 tot[NV];            /* handler runs, per vector */
 static u32 sent[NV][MAX_CPUS];          /* IPIs the BSP addressed to each APIC ID */
@@ -99,6 +123,13 @@ static u32 logical_id(u32 id)
 
 static void send_to(u32 id, u32 vec)
 {
+	if (mode == PV) {
+		memset(pv_bitmap, 0, sizeof pv_bitmap);
+		pv_bitmap[id / 32] |= 1u << (id % 32);
+		pv_send(vec);
+		sent[vec - 0x40][id]++;
+		return;
+	}
 	if (logical)
 		apic_icr(logical_id(id), ICR_LOGICAL | vec);
 	else
@@ -187,7 +218,13 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 static u32 multicast(u32 vec)
 {
 	u32 icrs = 0;
-	if (!logical) {                 /* physical: one ICR per AP */
+	if (mode == PV) {               /* one trap for every AP */
+		memset(pv_bitmap, 0, sizeof pv_bitmap);
+		for (u32 id = 1; id < n; id++)
+			pv_bitmap[id / 32] |= 1u << (id % 32), sent[vec - 0x40][id]++;
+		if (n > 1)
+			pv_send(vec), icrs++;
+	} else if (!logical) {          /* physical: one ICR per AP */
 		for (u32 id = 1; id < n; id++, icrs++)
 			send_to(id, vec);
 	} else if (mode == XFLAT) {     /* one ICR, 8-bit mask */
@@ -279,6 +316,8 @@ void test_main(void)
 	n = ncpus;
 	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
+	if (mode == PV && !has_pv_ipi())
+		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
 	if (x2 && !has_x2apic())
 		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
 
