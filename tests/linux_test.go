@@ -11,7 +11,7 @@ import (
 
 // bootLinux boots kernel (path) in mode on cpus vCPUs up to /init and
 // checks the kernel's own log: APIC mode, remapping, CPUs online.
-func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int) (vmm.LinuxState, *vmm.VM, vmm.Result) {
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool) (vmm.LinuxState, *vmm.VM, vmm.Result) {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -22,7 +22,7 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	if err != nil {
 		t.Fatalf("initramfs not built (make initramfs): %v", err)
 	}
-	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, "")
+	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, pvIPI, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	t.Cleanup(vm.Close)
 	res := vm.Run(40 * time.Minute)
 	st := vmm.ParseLinuxLog(con.Log())
-	if err := st.Verify(m, cpus); err != nil {
+	if err := st.Verify(m, cpus, pvIPI); err != nil {
 		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
 	}
 	for _, p := range con.Reached() {
@@ -52,6 +52,17 @@ func tail(s string, n int) string {
 	return s
 }
 
+// TestBootGovmmKernelPVIPI boots govmm's kernel with --pv-ipi: all its IPIs
+// go through govmm's PV trap, none through the ICR once it switched.
+func TestBootGovmmKernelPVIPI(t *testing.T) {
+	_, vm, _ := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true)
+	r := vm.Accounting().Report()
+	if r.Total.IPISent["pv"] == 0 {
+		t.Fatalf("no PV IPI sent: %v", r.Total.IPISent)
+	}
+	t.Logf("IPIs sent by kind: %v", r.Total.IPISent)
+}
+
 // TestBootDebianKernel boots Debian's stock cloud kernel in the three modes
 // stock Linux has.
 func TestBootDebianKernel(t *testing.T) {
@@ -59,7 +70,7 @@ func TestBootDebianKernel(t *testing.T) {
 	for _, mode := range []string{"off", "physical", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			bootLinux(t, kernel, false, mode, 2)
+			bootLinux(t, kernel, false, mode, 2, false)
 		})
 	}
 }
@@ -70,7 +81,7 @@ func TestBootGovmmKernel(t *testing.T) {
 	for _, mode := range []string{"off", "physical", "cluster", "mixed"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			_, vm, _ := bootLinux(t, kernel, true, mode, 2)
+			_, vm, _ := bootLinux(t, kernel, true, mode, 2, false)
 			r := vm.Accounting().Report()
 			p := r.Platform
 			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",

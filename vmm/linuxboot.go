@@ -39,7 +39,10 @@ const EmulatingHostCmdline = "noxsave nofsgsbase tsc=reliable clearcpuid=smap,sm
 
 // LinuxConfig returns the VM configuration that boots a Linux kernel in
 // mode on cpus vCPUs, or an error naming why the combination is impossible.
-func LinuxConfig(mode string, cpus int, govmmKernel bool, extra string) (Config, LinuxMode, error) {
+//
+// pvIPI advertises govmm's PV send-IPI; govmm's kernel is then told to use
+// it (govmm.pvipi=on).
+func LinuxConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (Config, LinuxMode, error) {
 	m, ok := LinuxModes[mode]
 	if !ok {
 		return Config{}, m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
@@ -56,8 +59,12 @@ func LinuxConfig(mode string, cpus int, govmmKernel bool, extra string) (Config,
 	if HostEmulates() {
 		parts = append(parts, EmulatingHostCmdline)
 	}
-	parts = append(parts, m.Cmdline, extra)
-	cfg := Config{CPUs: cpus, IOMMU: m.IOMMU, Cmdline: strings.Join(strings.Fields(strings.Join(parts, " ")), " ")}
+	parts = append(parts, m.Cmdline)
+	if pvIPI {
+		parts = append(parts, "govmm.pvipi=on")
+	}
+	parts = append(parts, extra)
+	cfg := Config{CPUs: cpus, IOMMU: m.IOMMU, PVIPI: pvIPI, Cmdline: strings.Join(strings.Fields(strings.Join(parts, " ")), " ")}
 	if !m.X2APIC {
 		cfg.X2APIC = X2APICOff
 	}
@@ -65,9 +72,12 @@ func LinuxConfig(mode string, cpus int, govmmKernel bool, extra string) (Config,
 }
 
 // Verify checks a boot against its mode: /init reached, the mode chosen,
-// remapping as presented, every CPU online.
-func (s LinuxState) Verify(m LinuxMode, cpus int) error {
+// remapping as presented, every CPU online, and (pvIPI) govmm's PV
+// send-IPI in use.
+func (s LinuxState) Verify(m LinuxMode, cpus int, pvIPI bool) error {
 	switch {
+	case pvIPI && s.InitRun && !s.PVIPI:
+		return fmt.Errorf("--pv-ipi: the kernel did not switch to govmm's PV send-IPI")
 	case s.Panic != "" && !s.InitRun:
 		return fmt.Errorf("the guest kernel panicked before /init: %s", s.Panic)
 	case !s.InitRun:

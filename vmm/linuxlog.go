@@ -13,6 +13,7 @@ type LinuxState struct {
 	IRQRemap   string // "x2apic", "xapic" or "" (off)
 	CPUsUp     int    // from "smp: Brought up N nodes, M CPUs"
 	InitRun    bool   // "Run /init as init process"
+	PVIPI      bool   // govmm's kernel switched its IPIs to govmm's PV trap
 	Panic      string // the first "Kernel panic" line, if any
 	KernelLine string // "Linux version ..."
 }
@@ -24,6 +25,7 @@ var (
 	reIRQRemap  = regexp.MustCompile(`Enabled IRQ remapping in (x2apic|xapic) mode`)
 	reSMP       = regexp.MustCompile(`smp: Brought up \d+ nodes?, (\d+) CPUs?`)
 	reInit      = regexp.MustCompile(`Run /init as init process`)
+	rePVIPI     = regexp.MustCompile(`govmm: PV send-IPI enabled`)
 	rePanic     = regexp.MustCompile(`Kernel panic - not syncing: .*`)
 	reLinux     = regexp.MustCompile(`Linux version \S+`)
 	reFlatUnset = regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)
@@ -60,6 +62,7 @@ func ParseLinuxLog(log string) LinuxState {
 		s.CPUsUp, _ = strconv.Atoi(m[1])
 	}
 	s.InitRun = reInit.MatchString(log)
+	s.PVIPI = rePVIPI.MatchString(log)
 	s.Panic = rePanic.FindString(log)
 	s.KernelLine = reLinux.FindString(log)
 	return s

@@ -31,18 +31,21 @@ smp: Brought up 1 node, 1 CPU
 	}
 	m := LinuxModes["cluster"]
 	ok := LinuxState{APICMode: "cluster x2apic", X2APIC: true, IRQRemap: "x2apic", CPUsUp: 2, InitRun: true}
-	if err := ok.Verify(m, 2); err != nil {
+	if err := ok.Verify(m, 2, false); err != nil {
 		t.Errorf("a good cluster boot fails: %v", err)
 	}
 	bad := ok
 	bad.IRQRemap = ""
-	if err := bad.Verify(m, 2); err == nil {
+	if err := bad.Verify(m, 2, false); err == nil {
 		t.Error("cluster mode without remapping passes")
 	}
-	if err := ok.Verify(m, 4); err == nil {
+	if err := ok.Verify(m, 4, false); err == nil {
 		t.Error("2 of 4 CPUs passes")
 	}
-	if err := ok.Verify(LinuxModes["mixed"], 2); err == nil {
+	if err := ok.Verify(m, 2, true); err == nil {
+		t.Error("a boot without the PV line passes with --pv-ipi")
+	}
+	if err := ok.Verify(LinuxModes["mixed"], 2, false); err == nil {
 		t.Error("cluster mode passes as mixed")
 	}
 }
@@ -53,11 +56,11 @@ func TestLinuxConfigRefuses(t *testing.T) {
 		cpus  int
 		govmm bool
 	}{{"off", 300, true}, {"physical", 256, true}, {"mixed", 2, false}, {"bogus", 2, true}} {
-		if _, _, err := LinuxConfig(c.mode, c.cpus, c.govmm, ""); err == nil {
+		if _, _, err := LinuxConfig(c.mode, c.cpus, c.govmm, false, ""); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
 	}
-	cfg, _, err := LinuxConfig("mixed", 288, true, "quiet")
+	cfg, _, err := LinuxConfig("mixed", 288, true, false, "quiet")
 	if err != nil || !cfg.IOMMU || cfg.X2APIC != X2APICOn {
 		t.Fatalf("mixed on 288: %+v %v", cfg, err)
 	}

@@ -52,7 +52,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
 	}
-	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *appendArgs)
+	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +84,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVIPI = size, img, rd, con, *decomp, *pv
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor = size, img, rd, con, *decomp
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
@@ -105,8 +105,8 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, guest ran %v, ended by %s\n", *mode, *cpus,
 		res.Duration.Round(time.Millisecond), res.How)
 	writePhases(stdout, con.Reached())
-	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, %d CPUs up, /init %v\n",
-		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.CPUsUp, st.InitRun)
+	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
+		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
 	if *jsonOut != "" {
 		f, err := os.Create(*jsonOut)
@@ -121,7 +121,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if !st.InitRun && res.Err != nil {
 		return 0, fmt.Errorf("the guest did not reach /init: %w", res.Err)
 	}
-	if err := st.Verify(m, *cpus); err != nil {
+	if err := st.Verify(m, *cpus, *pv && *kernel == ""); err != nil {
 		return 0, err
 	}
 	if vmm.HostEmulates() && res.How != "poweroff" {
