@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run run-baremetal test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps guests build run run-baremetal boot-big test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -59,6 +59,14 @@ MODE ?= cluster
 CPUS ?= 2
 run: build kernel initramfs
 	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS)
+
+# Slow: govmm's kernel with 16 and 64 vCPUs in cluster and mixed mode, up
+# to /init (not part of 'make test').
+boot-big: build kernel initramfs
+	@for n in 16 64; do for m in cluster mixed; do \
+	  echo "== $$m, $$n vCPUs"; \
+	  $(BIN) boot --quiet --x2apic=$$m --cpus $$n --mem 1G --json $(CACHE)/boot-$$m-$$n.json | sed -n '/^govmm boot/,/^kernel log/p' || exit 1; \
+	done; done
 
 # The bare-metal IPI guest in x2APIC cluster mode on 4 vCPUs, with its
 # measured sections (govmm exits with the guest's status: 1 is PASS).
