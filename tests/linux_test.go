@@ -93,12 +93,17 @@ func TestBootGovmmKernel(t *testing.T) {
 				if r.Total.IPISent["x2apic_logical"] == 0 {
 					t.Error("mixed mode: no cluster-addressed ICR write")
 				}
-				if p.DeviceLogical != 0 {
-					t.Errorf("mixed mode: %d device interrupts with a logical destination", p.DeviceLogical)
+				if p.DeviceLogical != 0 || p.DevicePhysical == 0 {
+					t.Errorf("mixed mode: device interrupts %d physical, %d logical; want physical only",
+						p.DevicePhysical, p.DeviceLogical)
 				}
 			case "cluster":
 				if r.Total.IPISent["x2apic_logical"] == 0 {
 					t.Error("cluster mode: no cluster-addressed ICR write")
+				}
+				if p.DevicePhysical != 0 || p.DeviceLogical == 0 {
+					t.Errorf("cluster mode: device interrupts %d physical, %d logical; want logical only",
+						p.DevicePhysical, p.DeviceLogical)
 				}
 			case "physical":
 				if r.Total.IPISent["x2apic_logical"] != 0 {
