@@ -76,7 +76,7 @@ func (u *Unit) translateIOAPIC(rte uint64, sid uint16, p *post) (vlapic.Message,
 		if err := u.compatible(sid, p); err != nil {
 			return vlapic.Message{}, err
 		}
-		return decodeRTE(rte), nil
+		return vioapic.DecodeRTE(rte), nil
 	}
 	index := uint32(rte>>49) | uint32(rte&rteIndex15)<<4
 	return u.remap(index, sid, p)
@@ -109,16 +109,4 @@ func decodeMSI(addr, data uint32) vlapic.Message {
 	return m
 }
 
-// decodeRTE decodes a compatibility-format redirection entry as vioapic
-// does: vector 7:0, delivery mode 10:8, DM 11, trigger 15, destination 63:56.
-func decodeRTE(rte uint64) vlapic.Message {
-	return vlapic.Message{
-		Vector:   uint8(rte),
-		Delivery: vlapic.DeliveryMode(rte >> 8 & 7),
-		DestMode: vlapic.DestMode(rte >> 11 & 1),
-		Trigger:  vlapic.Trigger(rte >> 15 & 1),
-		Assert:   true,
-		Dest:     uint32(rte >> 56),
-		Source:   -1,
-	}
 }

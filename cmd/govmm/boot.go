@@ -90,15 +90,10 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
 	}
 	defer vm.Close()
-	stopDash, err := dash.start(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, stderr)
+	res, err := runVM(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, dash, *timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
-	defer stopDash()
-	stopDump := make(chan struct{})
-	dumpOnSIGUSR2(vm, stopDump)
-	res := vm.Run(*timeout)
-	close(stopDump)
 	report := vm.Accounting().Report()
 	st := vmm.ParseLinuxLog(con.Log())
 

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/vmm"
@@ -39,4 +40,18 @@ func (d dashFlags) start(vm *vmm.VM, con *vmm.Console, info dashboard.Info, stde
 	fmt.Fprintf(stderr, "govmm: dashboard at http://%s/ (JSON at /api/v1/state, Prometheus at /metrics)\n", l.Addr())
 	go srv.Serve(l)
 	return func() { srv.Close() }, nil
+}
+
+// runVM runs vm to its end with the dashboard (if asked for) and the
+// SIGUSR2 dump around it: what run and boot share.
+func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
+	stopDash, err := d.start(vm, con, info, stderr)
+	if err != nil {
+		return vmm.Result{}, err
+	}
+	defer stopDash()
+	stopDump := make(chan struct{})
+	dumpOnSIGUSR2(vm, stopDump)
+	defer close(stopDump)
+	return vm.Run(timeout), nil
 }

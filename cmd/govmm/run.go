@@ -63,15 +63,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kernelPath, err)
 	}
 	defer vm.Close()
-	stopDash, err := dash.start(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, stderr)
+	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, dash, *timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
-	defer stopDash()
-	stopDump := make(chan struct{})
-	dumpOnSIGUSR2(vm, stopDump)
-	res := vm.Run(*timeout)
-	close(stopDump)
 	report := vm.Accounting().Report()
 	if stats, err := vm.KVMStats(); err == nil {
 		report.KVMStats = exitStats(stats)
