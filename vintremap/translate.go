@@ -4,7 +4,10 @@
 
 package vintremap
 
-import "github.com/govmm/govmm/vlapic"
+import (
+	"github.com/govmm/govmm/vioapic"
+	"github.com/govmm/govmm/vlapic"
+)
 
 // MSI address bits.
 const (
@@ -107,6 +110,4 @@ func decodeMSI(addr, data uint32) vlapic.Message {
 	m.Assert = m.Trigger == vlapic.Edge || data&(1<<14) != 0
 	redirectionHint(&m, addr&msiRH != 0)
 	return m
-}
-
 }
