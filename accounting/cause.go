@@ -29,6 +29,8 @@ const (
 	CauseMSRAPICBaseRead
 	CauseMSRAPICBaseWrite
 	CauseMSRPVIPI
+	CauseMSRPVEOIRead
+	CauseMSRPVEOIWrite
 	CauseMSROtherRead
 	CauseMSROtherWrite
 	CausePIOSerial
@@ -61,7 +63,7 @@ const (
 )
 
 var fixedNames = [...]string{
-	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write", "msr_pv_send_ipi",
+	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write", "msr_pv_send_ipi", "msr_pv_eoi_read", "msr_pv_eoi_write",
 	"msr_other_read", "msr_other_write",
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",

@@ -16,6 +16,7 @@ type VCPU struct {
 	NMIs         atomic.Uint64              // NMIs injected
 	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU
 	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
+	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
 }
 
 // Exit counts one exit of cause c.
@@ -30,6 +31,7 @@ type Snapshot struct {
 	NMIs         uint64
 	KicksSent    uint64
 	Wakeups      uint64
+	PVEOIs       uint64
 }
 
 // Snapshot copies the counters (each one atomically, the set not).
@@ -46,6 +48,7 @@ func (v *VCPU) Snapshot() Snapshot {
 	s.NMIs = v.NMIs.Load()
 	s.KicksSent = v.KicksSent.Load()
 	s.Wakeups = v.Wakeups.Load()
+	s.PVEOIs = v.PVEOIs.Load()
 	return s
 }
 
@@ -63,6 +66,7 @@ func (s Snapshot) Sub(o Snapshot) Snapshot {
 	d.NMIs -= o.NMIs
 	d.KicksSent -= o.KicksSent
 	d.Wakeups -= o.Wakeups
+	d.PVEOIs -= o.PVEOIs
 	return d
 }
 

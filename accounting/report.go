@@ -30,6 +30,7 @@ type CPUReport struct {
 	NMIs         uint64            `json:"nmis,omitempty"`
 	KicksSent    uint64            `json:"kicks_sent"`
 	Wakeups      uint64            `json:"wakeups"`
+	PVEOIs       uint64            `json:"pv_eois,omitempty"`
 }
 
 // SectionReport is one measured section.
@@ -41,7 +42,7 @@ type SectionReport struct {
 
 func cpuReport(cpu int, s Snapshot) CPUReport {
 	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, Injected: s.Injected,
-		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups}
+		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs}
 	for c, n := range s.Exits {
 		if n != 0 {
 			r.ByCause[Cause(c).String()] = n
@@ -73,6 +74,7 @@ func sum(snaps []Snapshot) Snapshot {
 		t.NMIs += s.NMIs
 		t.KicksSent += s.KicksSent
 		t.Wakeups += s.Wakeups
+		t.PVEOIs += s.PVEOIs
 	}
 	return t
 }

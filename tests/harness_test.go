@@ -87,6 +87,12 @@ func (g *guestRun) section(t *testing.T, id int) accounting.SectionReport {
 // requires it to PASS (debug-exit status 1).
 func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) *guestRun {
 	t.Helper()
+	return runGuestWith(t, name, cpus, x2apic, cmdline, nil)
+}
+
+// runGuestWith is runGuest with a last say on the VM's configuration.
+func runGuestWith(t *testing.T, name string, cpus int, x2apic bool, cmdline string, edit func(*vmm.Config)) *guestRun {
+	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
 	if err != nil {
@@ -96,6 +102,9 @@ func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) 
 	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con, IOMMU: true, PVIPI: true}
 	if !x2apic {
 		cfg.X2APIC = vmm.X2APICOff
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	vm, err := vmm.New(cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/vlapic"
+	"github.com/govmm/govmm/vmm"
 )
 
 // ipiModes are the destination modes ipi.elf exercises.
@@ -179,6 +180,33 @@ func TestTimerModes(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestPVEOI runs the IPI guest with KVM's PV EOI served by govmm: every
+// interrupt the guest takes ends with a PV EOI (its bit cleared in memory,
+// no exit) because each one arrives with nothing else pending; no EOI exit
+// is left on any vCPU.
+func TestPVEOI(t *testing.T) {
+	for _, mode := range []string{"xapic-phys", "x2apic-phys", "x2apic-cluster"} {
+		for _, n := range []int{1, 4, 64} {
+			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
+				x2 := strings.HasPrefix(mode, "x2apic")
+				g := runGuestWith(t, "ipi.elf", n, x2, "mode="+mode+" pveoi=1", func(c *vmm.Config) { c.PVEOI = true })
+				eoi := accounting.APICCause(x2, true, uint16(vlapic.RegEOI))
+				for _, c := range g.Report.CPUs {
+					if got := exits(c, eoi); got != 0 {
+						t.Errorf("CPU %d took %d EOI exits, want 0", c.CPU, got)
+					}
+					if c.PVEOIs != c.Injected {
+						t.Errorf("CPU %d: %d PV EOIs for %d injections", c.CPU, c.PVEOIs, c.Injected)
+					}
+				}
+				if g.Report.Total.PVEOIs == 0 {
+					t.Error("no PV EOI at all")
+				}
+			})
 		}
 	}
 }

@@ -133,6 +133,16 @@ func (v *VCPU) handleMSR(write bool) {
 		} else {
 			m.Data, err = v.lapic.ReadMSR(idx)
 		}
+	case idx == MSRPVEOI:
+		v.acct.Exit(pick(write, accounting.CauseMSRPVEOIWrite, accounting.CauseMSRPVEOIRead))
+		switch {
+		case !v.pvEOI:
+			err = vlapic.ErrGP
+		case write && !v.writePVEOI(m.Data):
+			err = vlapic.ErrGP
+		case !write:
+			m.Data = v.pvEOIMSR
+		}
 	case idx == pvipi.MSRSendIPI:
 		v.acct.Exit(accounting.CauseMSRPVIPI)
 		err = v.sendPVIPI(write, m.Data)

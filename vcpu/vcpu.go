@@ -38,6 +38,8 @@ type Config struct {
 	Mem *memory.Memory
 	// APICs is the APIC bus, for PV IPIs; nil disables them (#GP).
 	APICs *vlapic.Bus
+	// PVEOI serves KVM's PV EOI MSR (the VM advertises the feature).
+	PVEOI bool
 	// Done is closed when the VM ends; every loop then returns.
 	Done <-chan struct{}
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
@@ -70,6 +72,11 @@ type VCPU struct {
 	wake        chan struct{}
 	dumpTo      atomic.Pointer[io.Writer]
 
+	pvEOI        bool   // PV EOI offered to the guest
+	pvEOIAddr    uint64 // guest-physical address of its PV EOI word; 0: off
+	pvEOIMSR     uint64 // what the guest last wrote to MSR_KVM_PV_EOI_EN
+	pvEOIPending bool   // the guest's bit is set for the vector in service
+
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
 	timer      *time.Timer
@@ -80,7 +87,7 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs, pvEOI: c.PVEOI,
 		done: c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
@@ -201,6 +208,7 @@ func (v *VCPU) prepareEntry() error {
 	v.takeEvents()
 	if v.events.INIT {
 		v.events.INIT = false
+		v.pvEOIAddr, v.pvEOIMSR, v.pvEOIPending = 0, 0, false
 		v.lapic.InitReset()
 		if !v.waitSIPI() {
 			return errStop
@@ -214,15 +222,20 @@ func (v *VCPU) prepareEntry() error {
 		}
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
+	v.syncPVEOI()
 	if _, ok := v.lapic.PendingVector(); ok {
 		if run.ReadyForInterruptInjection != 0 && run.IFFlag != 0 {
-			if vec, ok := v.lapic.Acknowledge(); ok {
+			v.completePVEOI() // a nested vector: the first one needs a real EOI
+			if vec, ok, pv := v.lapic.AcknowledgePV(); ok {
 				// The vector is in service now: failing to inject it
 				// would lose it, so that is fatal, never silent.
 				if err := v.kvm.Interrupt(vec); err != nil {
 					return fmt.Errorf("injecting vector %#x: %w", vec, err)
 				}
 				v.acct.Injected.Add(1)
+				if pv {
+					v.offerPVEOI()
+				}
 			}
 		}
 		_, more := v.lapic.PendingVector()
@@ -253,6 +266,7 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	for {
 		v.lapic.Tick()
 		v.takeEvents()
+		v.syncPVEOI()
 		if v.events.NMI || v.events.INIT {
 			break
 		}

@@ -50,6 +50,24 @@ func (a *LAPIC) Acknowledge() (uint8, bool) {
 	return v, ok
 }
 
+// AcknowledgePV is Acknowledge that also says whether the vector may end
+// with a paravirtual EOI (KVM's PV EOI rule, apic_sync_pv_eoi_to_guest):
+// it is edge-triggered (TMR clear: no IOAPIC waits for its EOI) and nothing
+// else is requested in IRR, so a lazy EOI cannot hold anything back.
+func (a *LAPIC) AcknowledgePV() (v uint8, ok, pvEOI bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, ok = a.pendingLocked()
+	if !ok {
+		return 0, false, false
+	}
+	a.irr.clear(v)
+	a.isr.set(v)
+	a.updatePPRLocked()
+	_, more := a.irr.highest()
+	return v, true, !a.tmr.test(v) && !more
+}
+
 // EOI ends the highest in-service interrupt, as a write of 0 to the EOI
 // register does (the VMM uses it for paravirtual EOI).
 func (a *LAPIC) EOI() {

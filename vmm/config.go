@@ -28,7 +28,9 @@ type Config struct {
 	// when X2APIC is on).
 	IOMMU bool
 	// PVIPI advertises govmm's paravirtual send-IPI (package pvipi).
-	PVIPI  bool
+	PVIPI bool
+	// PVEOI advertises KVM's PV EOI, served by govmm (edge EOIs without exits).
+	PVEOI  bool
 	Kernel []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
 	Initrd []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default

@@ -15,6 +15,7 @@ const (
 	kvmCPUIDFeatures     = 0x40000001
 
 	kvmFeatureClocksource2      = 1 << 3
+	kvmFeaturePVEOI             = 1 << 6
 	kvmFeatureClocksourceStable = 1 << 24
 )
 
@@ -22,7 +23,7 @@ const (
 // the x2APIC and TSC-deadline bits as configured, the hypervisor bit, and
 // no KVM PV feature (each one would make a guest issue hypercalls that need
 // KVM's in-kernel APIC, or that hang on emulating hosts).
-func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI bool) []kvm.CPUIDEntry {
+func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI, pvEOI bool) []kvm.CPUIDEntry {
 	out := make([]kvm.CPUIDEntry, 0, len(supported))
 	for _, e := range supported {
 		switch e.Function {
@@ -48,9 +49,12 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI bool) []kv
 			}
 			e.EDX = uint32(id)
 		case kvmCPUIDFeatures:
-			// kvmclock only: its MSRs are handled inside KVM with or without
+			// kvmclock (and PV EOI when asked for): kvmclock's MSRs are handled inside KVM with or without
 			// an in-kernel APIC, and nothing of it is a hypercall.
 			e.EAX, e.EBX, e.ECX, e.EDX = kvmFeatureClocksource2|kvmFeatureClocksourceStable, 0, 0, 0
+			if pvEOI {
+				e.EAX |= kvmFeaturePVEOI // served by govmm, not KVM (vcpu/pveoi.go)
+			}
 		}
 		out = append(out, e)
 	}

@@ -151,7 +151,7 @@ func (vm *VM) setupKVM() error {
 		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
 	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase),
-		deny(pvipi.MSRSendIPI)}); err != nil {
+		deny(pvipi.MSRSendIPI), deny(vcpu.MSRPVEOI)}); err != nil {
 		return err
 	}
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
@@ -201,7 +201,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 		vm.kvcpu[i] = c
-		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn, vm.cfg.PVIPI)); err != nil {
+		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn, vm.cfg.PVIPI, vm.cfg.PVEOI)); err != nil {
 			return err
 		}
 	}
@@ -218,6 +218,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		if vm.cfg.PVIPI {
 			cfg.APICs = vm.apics
 		}
+		cfg.PVEOI = vm.cfg.PVEOI
 		if i == 0 {
 			cfg.Boot = boot
 		}

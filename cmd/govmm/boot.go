@@ -40,6 +40,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
 	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
+	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
 	dash := addDashFlags(fs)
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
@@ -84,7 +85,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor = size, img, rd, con, *decomp
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI = size, img, rd, con, *decomp, *pveoi
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)

@@ -79,12 +79,42 @@ static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
 static u32 part_max = MAX_CPUS;         /* sections count APs up to this ID */
 /* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
  * before counting: once the BSP sees the count, the EOI exit is over. */
+/* pveoi=1: KVM's PV EOI ABI (CPUID 0x40000001 bit 6, MSR 0x4B564D04), as
+ * Linux's kvm_guest_apic_eoi_write: if the VMM set our bit, clearing it is
+ * the EOI (no exit); else a real EOI. Either counts as one EOI access in the
+ * guest's own tally below. */
+#define MSR_KVM_PV_EOI_EN 0x4B564D04
+static int pveoi;
+static volatile u32 pveoi_word[MAX_CPUS] __attribute__((aligned(4)));
+static volatile u32 pveoi_used[MAX_CPUS];
+
+static int has_pv_eoi(void)
+{
+	u32 r[4];
+	cpuid(0x40000000, r);
+	if (r[1] != 0x4b4d564b || r[2] != 0x564b4d56 || r[3] != 0x4d) /* "KVMKVMKVM" */
+		return 0;
+	cpuid(0x40000001, r);
+	return r[0] >> 6 & 1;
+}
+
+static void eoi(void)
+{
+	int cpu = this_cpu();
+	if (pveoi && (__atomic_fetch_and(&pveoi_word[cpu], ~1u, __ATOMIC_SEQ_CST) & 1)) {
+		pveoi_used[cpu]++;
+		apic_acc[cpu]++;
+		return;
+	}
+	apic_eoi();
+}
+
 static void on_ipi(struct frame *f)
 {
 	u32 me = cpu_apicid[this_cpu()] & (MAX_CPUS - 1), v = f->vec - 0x40;
 	if (f->vec == V_CMD)
 		apic_write(APIC_TPR, want_tpr[me]);
-	apic_eoi();
+	eoi();
 	got[v][me]++;
 	atomic_inc(&tot[v]);
 }
@@ -152,6 +182,8 @@ static u32 setup_cpu(int idx)
 		return ~0u;
 	}
 	u32 id = apic_id();
+	if (pveoi)
+		wrmsr(MSR_KVM_PV_EOI_EN, (u32)&pveoi_word[idx] | 1);
 	apic_write(APIC_SVR, 0x1FF);
 	apic_write(APIC_TPR, 0);
 	if (mode == XFLAT || mode == XCLUSTER) {
@@ -316,6 +348,9 @@ void test_main(void)
 	n = ncpus;
 	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
+	pveoi = param_u32("pveoi", 0);
+	if (pveoi && !has_pv_eoi())
+		die("pveoi", "CPUID 0x40000001 bit 6 (PV EOI) is clear (run govmm with --pv-eoi)");
 	if (mode == PV && !has_pv_ipi())
 		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
 	if (x2 && !has_x2apic())
