@@ -29,6 +29,8 @@ commands:
   run     run a kernel (Multiboot test kernel, bzImage or vmlinux) and print the exit accounting
   boot    boot Linux in one APIC mode (--x2apic=off|physical|cluster|mixed), verify the mode from
           the kernel's log, report boot phases and exits
+  bench   boot govmm's kernel per APIC mode and CPU count with its IPI microbenchmark; write a
+          report (Markdown, CSV, SVG) of exits and cycles per IPI operation
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
 
 Run 'govmm <command> -h' for its flags.
@@ -49,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdBoot(args[1:], stdout, stderr)
 	case "top":
 		status, err = cmdTop(args[1:], stdout, stderr)
+	case "bench":
+		status, err = cmdBench(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

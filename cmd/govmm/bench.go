@@ -1,0 +1,197 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/vmm"
+)
+
+// benchModes are the configurations 'govmm bench' compares: the four APIC
+// modes, then cluster mode with govmm's PV send-IPI, and with PV EOI too.
+var benchModes = map[string]struct {
+	apic         string
+	pvIPI, pvEOI bool
+}{
+	"off":         {apic: "off"},
+	"physical":    {apic: "physical"},
+	"cluster":     {apic: "cluster"},
+	"mixed":       {apic: "mixed"},
+	"pv-ipi":      {apic: "cluster", pvIPI: true},
+	"pv-ipi+eoi":  {apic: "cluster", pvIPI: true, pvEOI: true},
+	"cluster+eoi": {apic: "cluster", pvEOI: true},
+}
+
+var reIPIBench = regexp.MustCompile(`govmm-ipibench: section (\d+) ([^:]+): (\d+) ops, (\d+) cycles/op`)
+var reIPIBenchCPU = regexp.MustCompile(`govmm-ipibench: \d+ ops per kind, \d+ CPUs, from CPU (\d+)`)
+
+// cmdBench is 'govmm bench': boot govmm's kernel once per mode and CPU
+// count with its IPI microbenchmark, and write the report.
+func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpuList := fs.String("cpus", "2,4", "comma-separated vCPU counts")
+	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi")
+	ops := fs.Int("ops", 50, "operations per kind")
+	out := fs.String("out", "govmm-bench", "directory for report.md, report.csv and the SVG plots")
+	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
+	var cpus []int
+	for _, f := range strings.Split(*cpuList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			return 0, fmt.Errorf("--cpus: %q is not a vCPU count of 2 or more", f)
+		}
+		cpus = append(cpus, n)
+	}
+	modes := strings.Split(*modeList, ",")
+	for _, m := range modes {
+		if _, ok := benchModes[m]; !ok {
+			return 0, fmt.Errorf("--modes: unknown mode %q", m)
+		}
+	}
+	if *ops < 1 {
+		return 0, fmt.Errorf("--ops must be at least 1")
+	}
+	kpath := filepath.Join(cacheDir(), "linux", "vmlinux")
+	img, err := os.ReadFile(kpath)
+	if err != nil {
+		return 0, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel'", err)
+	}
+	rd, _ := os.ReadFile(filepath.Join(cacheDir(), "initramfs.cpio"))
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return 0, err
+	}
+	rep := &benchreport.Report{Emulating: vmm.HostEmulates(),
+		Note: fmt.Sprintf("govmm's guest kernel, govmm.ipibench=%d, run %s.", *ops, time.Now().UTC().Format(time.RFC3339))}
+	total, i := len(modes)*len(cpus), 0
+	for _, m := range modes {
+		for _, n := range cpus {
+			i++
+			fmt.Fprintf(stdout, "[%d/%d] %s, %d vCPUs: booting ... ", i, total, m, n)
+			start := time.Now()
+			rows, err := benchOne(m, n, *ops, img, rd, *timeout)
+			if err != nil {
+				fmt.Fprintln(stdout, "failed")
+				return 0, fmt.Errorf("%s on %d vCPUs: %w", m, n, err)
+			}
+			rep.Rows = append(rep.Rows, rows...)
+			fmt.Fprintf(stdout, "%v", time.Since(start).Round(time.Second))
+			for _, r := range rows {
+				fmt.Fprintf(stdout, "; s%d %.2f exits/op", r.Section, r.Total())
+			}
+			fmt.Fprintln(stdout)
+		}
+	}
+	return 0, writeBench(rep, *out, stdout)
+}
+
+func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration) ([]benchreport.Row, error) {
+	bm := benchModes[mode]
+	cfg, lm, err := vmm.LinuxConfig(bm.apic, cpus, true, bm.pvIPI, fmt.Sprintf("govmm.ipibench=%d", ops))
+	if err != nil {
+		return nil, err
+	}
+	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
+	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI = img, rd, con, 512<<20, bm.pvEOI
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	res := vm.Run(timeout)
+	log := con.Log()
+	st := vmm.ParseLinuxLog(log)
+	if err := st.Verify(lm, cpus, bm.pvIPI); err != nil {
+		return nil, fmt.Errorf("%v (ended by %s: %v)", err, res.How, res.Err)
+	}
+	sender := 0
+	if m := reIPIBenchCPU.FindStringSubmatch(log); m != nil {
+		sender, _ = strconv.Atoi(m[1])
+	}
+	cycles := map[int]float64{}
+	kinds := map[int]string{}
+	for _, m := range reIPIBench.FindAllStringSubmatch(log, -1) {
+		s, _ := strconv.Atoi(m[1])
+		kinds[s] = m[2]
+		cycles[s], _ = strconv.ParseFloat(m[4], 64)
+	}
+	var rows []benchreport.Row
+	for _, sec := range vm.Accounting().Sections() {
+		if _, ok := kinds[sec.ID]; !ok {
+			continue
+		}
+		r := benchreport.Row{Mode: mode, CPUs: cpus, Section: sec.ID, Kind: kinds[sec.ID], Ops: ops, Cycles: cycles[sec.ID]}
+		for cpu, s := range sec.CPUs {
+			e := float64(s.Total()) / float64(ops)
+			if cpu == sender {
+				r.SenderExit = e
+				for c, v := range s.Exits {
+					if isIPISend(accounting.Cause(c).String()) {
+						r.ICRPerOp += float64(v) / float64(ops)
+					}
+				}
+			} else {
+				r.RecvExit += e
+			}
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) != 3 {
+		return nil, fmt.Errorf("the microbenchmark reported %d of its 3 sections (is govmm's kernel built with patch 0003?)", len(rows))
+	}
+	return rows, nil
+}
+
+func isIPISend(cause string) bool {
+	return strings.Contains(cause, "_icr") || strings.Contains(cause, "self_ipi") || cause == "msr_pv_send_ipi"
+}
+
+func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {
+	create := func(name string, write func(io.Writer) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	if err := create("report.md", func(w io.Writer) error { rep.WriteMarkdown(w); return nil }); err != nil {
+		return err
+	}
+	if err := create("report.csv", rep.WriteCSV); err != nil {
+		return err
+	}
+	names := map[int]string{1: "unicast round trip", 2: "call-function on all other CPUs", 3: "flush_tlb_all"}
+	for sec, name := range names {
+		if err := create(fmt.Sprintf("exits-section%d.svg", sec), func(w io.Writer) error {
+			rep.WriteSVG(w, sec, "exits per "+name+" (all vCPUs)", benchreport.Row.Total)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := create(fmt.Sprintf("cycles-section%d.svg", sec), func(w io.Writer) error {
+			rep.WriteSVG(w, sec, "guest cycles per "+name, func(r benchreport.Row) float64 { return r.Cycles })
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	rep.WriteMarkdown(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv, exits-section*.svg, cycles-section*.svg)\n", dir)
+	return nil
+}
