@@ -199,23 +199,8 @@ func loadVmlinux(mem *memory.Memory, img, zp []byte, l *Linux) error {
 	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
 		return fmt.Errorf("ELF kernel is %v %v, not x86-64", f.Class, f.Machine)
 	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
-			continue
-		}
-		if p.Filesz > p.Memsz || p.Off+p.Filesz > uint64(len(img)) {
-			return fmt.Errorf("ELF segment at %#x is truncated or inconsistent", p.Paddr)
-		}
-		dst, err := mem.Slice(p.Paddr, p.Memsz)
-		if err != nil {
-			return fmt.Errorf("kernel segment at %#x (%d bytes) does not fit in guest memory", p.Paddr, p.Memsz)
-		}
-		copy(dst, img[p.Off:p.Off+p.Filesz])
-		clear(dst[p.Filesz:])
-		l.end = max(l.end, p.Paddr+p.Memsz)
-	}
-	if l.end == 0 {
-		return errors.New("ELF kernel has no loadable segment")
+	if l.end, err = loadSegments(mem, img, f); err != nil {
+		return err
 	}
 	// startup_64 is entered at its physical address: e_entry is the
 	// virtual one unless the kernel was linked with a physical entry.

@@ -149,26 +149,11 @@ func loadELF(mem *memory.Memory, img []byte, mb *Multiboot) error {
 	if f.Machine != elf.EM_386 && f.Machine != elf.EM_X86_64 {
 		return fmt.Errorf("multiboot kernel is for %v, not x86", f.Machine)
 	}
-	loaded := false
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
-			continue
-		}
-		if p.Filesz > p.Memsz || p.Off+p.Filesz > uint64(len(img)) {
-			return fmt.Errorf("ELF segment at %#x is truncated or inconsistent", p.Paddr)
-		}
-		dst, err := mem.Slice(p.Paddr, p.Memsz)
-		if err != nil {
-			return fmt.Errorf("kernel segment at %#x (%d bytes) does not fit in guest memory", p.Paddr, p.Memsz)
-		}
-		copy(dst, img[p.Off:p.Off+p.Filesz])
-		clear(dst[p.Filesz:])
-		mb.End = max(mb.End, p.Paddr+p.Memsz)
-		loaded = true
+	end, err := loadSegments(mem, img, f)
+	if err != nil {
+		return err
 	}
-	if !loaded {
-		return errors.New("multiboot ELF kernel has no loadable segment")
-	}
+	mb.End = max(mb.End, end)
 	if f.Entry > 0xFFFFFFFF {
 		return fmt.Errorf("multiboot entry point %#x is above 4 GiB", f.Entry)
 	}
@@ -268,4 +253,30 @@ func writeInfo(mem *memory.Memory, cmdline string, mods []Module, mb *Multiboot)
 	le.PutUint32(info[0:], flags)
 	mb.InfoAddr, mb.EAX = infoAddr, multibootBootloader
 	return nil
+}
+
+// loadSegments copies an ELF image's PT_LOAD segments to their physical
+// addresses, zero-filling the rest of each, and returns the first byte
+// above them.
+func loadSegments(mem *memory.Memory, img []byte, f *elf.File) (uint64, error) {
+	var end uint64
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
+			continue
+		}
+		if p.Filesz > p.Memsz || p.Off+p.Filesz > uint64(len(img)) {
+			return 0, fmt.Errorf("ELF segment at %#x is truncated or inconsistent", p.Paddr)
+		}
+		dst, err := mem.Slice(p.Paddr, p.Memsz)
+		if err != nil {
+			return 0, fmt.Errorf("kernel segment at %#x (%d bytes) does not fit in guest memory", p.Paddr, p.Memsz)
+		}
+		copy(dst, img[p.Off:p.Off+p.Filesz])
+		clear(dst[p.Filesz:])
+		end = max(end, p.Paddr+p.Memsz)
+	}
+	if end == 0 {
+		return 0, errors.New("ELF kernel has no loadable segment")
+	}
+	return end, nil
 }
