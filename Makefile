@@ -82,7 +82,7 @@ vet:
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
 test: build guests initramfs kernel debian-kernel vet
-	$(GO) test -race -count=1 -timeout 50m ./...
+	$(GO) test -race -count=1 -timeout 75m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 
 FUZZTIME ?= 60s
