@@ -24,7 +24,7 @@ func TestInt3Recovery(t *testing.T) {
 func testInt3(t *testing.T, n int) {
 	g := runGuest(t, "int3.elf", n, true, "")
 	want := uint64(0) // hardware virtualization runs int3 itself
-	if emulatingHost() {
+	if vmm.HostEmulates() {
 		want = 3
 	}
 	if got := exits(g.Report.Total, accounting.CauseRecoverInt3); got != want {
@@ -40,7 +40,7 @@ func testInt3(t *testing.T, n int) {
 // stops the VM with one clear error naming it, its bytes and the RIP.
 func TestUnhandledInstruction(t *testing.T) {
 	needKVM(t)
-	if !emulatingHost() {
+	if !vmm.HostEmulates() {
 		t.Skip("SKIP: on hardware virtualization pxor in the guest is a #UD, not an emulation failure")
 	}
 	img, err := os.ReadFile(filepath.Join(guestDir(t), "int3.elf"))
@@ -66,11 +66,4 @@ func TestUnhandledInstruction(t *testing.T) {
 	if strings.Contains(msg, "\n") {
 		t.Errorf("error is not one line: %q", msg)
 	}
-}
-
-// emulatingHost reports whether KVM here interprets guest kernel code (the
-// kvm_pvm module of HOST.md) rather than using VT-x/AMD-V.
-func emulatingHost() bool {
-	_, err := os.Stat("/sys/module/kvm_pvm")
-	return err == nil
 }
