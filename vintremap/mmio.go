@@ -104,11 +104,7 @@ func (u *Unit) writeDword(off uint64, v uint32, p *post) {
 	case RegFSTS:
 		u.writeFSTS(v, p)
 	case RegFECTL:
-		u.fectl = u.fectl&^CtlIM | v&CtlIM
-		if u.fectl&(CtlIM|CtlIP) == CtlIP {
-			u.fectl &^= CtlIP
-			p.add(u.feuaddr, u.feaddr, u.fedata)
-		}
+		writeEventCtl(&u.fectl, v, u.feuaddr, u.feaddr, u.fedata, p)
 	case RegFEDATA:
 		u.fedata = v
 	case RegFEADDR:
@@ -126,11 +122,7 @@ func (u *Unit) writeDword(off uint64, v uint32, p *post) {
 			u.iectl &^= CtlIP // the pending completion went with IWC
 		}
 	case RegIECTL:
-		u.iectl = u.iectl&^CtlIM | v&CtlIM
-		if u.iectl&(CtlIM|CtlIP) == CtlIP {
-			u.iectl &^= CtlIP
-			p.add(u.ieuaddr, u.ieaddr, u.iedata)
-		}
+		writeEventCtl(&u.iectl, v, u.ieuaddr, u.ieaddr, u.iedata, p)
 	case RegIEDATA:
 		u.iedata = v
 	case RegIEADDR:
@@ -200,4 +192,14 @@ func frIndex(off uint64) (int, bool) {
 		return 0, false
 	}
 	return int(off-RegFR) / 16, true
+}
+
+// writeEventCtl writes an event control register (FECTL, IECTL): only IM is
+// writable, and unmasking an event left pending (IP) delivers it now.
+func writeEventCtl(ctl *uint32, v, upper, addr, data uint32, p *post) {
+	*ctl = *ctl&^CtlIM | v&CtlIM
+	if *ctl&(CtlIM|CtlIP) == CtlIP {
+		*ctl &^= CtlIP
+		p.add(upper, addr, data)
+	}
 }
