@@ -6,24 +6,12 @@ package vintremap
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/govmm/govmm/internal/fuzzops"
 	"testing"
 )
 
-// ops reads a fuzz input as a stream of small numbers.
-type ops struct{ b []byte }
-
-func (o *ops) more() bool { return len(o.b) > 0 }
-func (o *ops) u8() uint8 {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-func (o *ops) u16() uint16 { return uint16(o.u8()) | uint16(o.u8())<<8 }
-func (o *ops) u32() uint32 { return uint32(o.u16()) | uint32(o.u16())<<16 }
-func (o *ops) u64() uint64 { return uint64(o.u32()) | uint64(o.u32())<<32 }
+// ops reads a fuzz input as a stream of small numbers (internal/fuzzops).
+type ops = fuzzops.Reader
 
 // fuzzOffsets are the registers worth hitting; others come at random.
 var fuzzOffsets = []uint64{
@@ -74,11 +62,11 @@ func FuzzRegisters(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		mem := newMem(fuzzSmallMem)
 		u := New(mem, &fakeIRQ{}, Options{EIM: len(in)%2 == 1})
-		o := &ops{in}
+		o := fuzzops.New(in)
 		var b [8]byte
-		for n := 0; o.more() && n < 256; n++ {
-			op := o.u8()
-			off := uint64(o.u16() & 0x1FFF)
+		for n := 0; o.More() && n < 256; n++ {
+			op := o.U8()
+			off := uint64(o.U16() & 0x1FFF)
 			if op&0x10 != 0 {
 				off = fuzzOffsets[int(op>>5)%len(fuzzOffsets)] + uint64(op&4)
 			}
@@ -88,16 +76,16 @@ func FuzzRegisters(f *testing.F) {
 			}
 			switch op & 3 {
 			case 0, 1:
-				binary.LittleEndian.PutUint64(b[:], o.u64())
+				binary.LittleEndian.PutUint64(b[:], o.U64())
 				u.WriteMMIO(off, b[:size])
 			case 2:
 				u.ReadMMIO(off, b[:size])
 			case 3:
 				if op&8 != 0 {
-					_, err := u.TranslateIOAPIC(o.u64(), o.u16())
+					_, err := u.TranslateIOAPIC(o.U64(), o.U16())
 					checkResult(t, err)
 				} else {
-					_, err := u.TranslateMSI(0xFEE00000|uint64(o.u32()&0xFFFFF), o.u32(), o.u16())
+					_, err := u.TranslateMSI(0xFEE00000|uint64(o.U32()&0xFFFFF), o.U32(), o.U16())
 					checkResult(t, err)
 				}
 			}
@@ -151,11 +139,11 @@ func FuzzQI(f *testing.F) {
 		r.w32(RegFECTL, 0)
 		r.w32(RegIECTL, 0)
 		r.command(gQIE, GSTSQIES, GSTSQIES)
-		o := &ops{tails}
-		for n := 0; o.more() && n < 64; n++ {
-			switch v := o.u8(); v % 4 {
+		o := fuzzops.New(tails)
+		for n := 0; o.More() && n < 64; n++ {
+			switch v := o.U8(); v % 4 {
 			case 0, 1:
-				r.w32(RegIQT, uint32(o.u16())<<4)
+				r.w32(RegIQT, uint32(o.U16())<<4)
 			case 2:
 				r.w32(RegFSTS, FSTSIQE|FSTSPFO)
 			case 3:

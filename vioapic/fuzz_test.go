@@ -4,25 +4,13 @@
 package vioapic
 
 import (
+	"github.com/govmm/govmm/internal/fuzzops"
 	"testing"
 	"time"
 )
 
-// ops reads a fuzz input as a stream of small numbers.
-type ops struct{ b []byte }
-
-func (o *ops) more() bool { return len(o.b) > 0 }
-func (o *ops) u8() uint8 {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-func (o *ops) u32() uint32 {
-	return uint32(o.u8()) | uint32(o.u8())<<8 | uint32(o.u8())<<16 | uint32(o.u8())<<24
-}
+// ops reads a fuzz input as a stream of small numbers (internal/fuzzops).
+type ops = fuzzops.Reader
 
 // fuzzSink accepts or refuses by a pattern and counts calls.
 type fuzzSink struct {
@@ -45,33 +33,33 @@ func FuzzIOAPICWindow(f *testing.F) {
 	f.Add([]byte{0, 0x11, 1, 0x40, 0x80, 0, 0, 3, 0, 1, 4, 0x40, 5, 0x40, 3, 0, 0})
 	f.Add([]byte{0, 0x2F, 2, 0x0F, 3, 23, 1, 6, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		o := &ops{in}
-		s := &fuzzSink{refuse: o.u8() & 3}
-		a := New(o.u8(), s)
+		o := fuzzops.New(in)
+		s := &fuzzSink{refuse: o.U8() & 3}
+		a := New(o.U8(), s)
 		var deferred []func()
 		a.SetScheduler(func(_ time.Duration, fn func()) { deferred = append(deferred, fn) })
 		buf := make([]byte, 8)
-		for n := 0; o.more() && n < 512; n++ {
-			switch o.u8() % 8 {
+		for n := 0; o.More() && n < 512; n++ {
+			switch o.U8() % 8 {
 			case 0: // IOREGSEL
-				w32(a, RegSel, uint32(o.u8()))
+				w32(a, RegSel, uint32(o.U8()))
 			case 1: // IOWIN write
-				v := o.u32()
-				if o.u8()&1 == 0 {
+				v := o.U32()
+				if o.U8()&1 == 0 {
 					v &^= RTEMasked // mostly unmasked, to reach the firing paths
 				}
 				w32(a, RegWin, v)
 			case 2: // IOWIN read, any size
-				a.ReadMMIO(RegWin, buf[:fuzzSizes[o.u8()%8]])
+				a.ReadMMIO(RegWin, buf[:fuzzSizes[o.U8()%8]])
 			case 3: // line
-				a.SetLine(int(o.u8()%(Pins+2))-1, o.u8()&1 != 0)
+				a.SetLine(int(o.U8()%(Pins+2))-1, o.U8()&1 != 0)
 			case 4: // EOI broadcast
-				a.EOI(o.u8())
+				a.EOI(o.U8())
 			case 5: // EOI register
-				w32(a, RegEOI, uint32(o.u8()))
+				w32(a, RegEOI, uint32(o.U8()))
 			case 6: // any offset, any size
-				off, sz := uint64(o.u8())<<2, fuzzSizes[o.u8()%8]
-				if o.u8()&1 == 0 {
+				off, sz := uint64(o.U8())<<2, fuzzSizes[o.U8()%8]
+				if o.U8()&1 == 0 {
 					a.WriteMMIO(off, buf[:sz])
 				} else {
 					a.ReadMMIO(off, buf[:sz])

@@ -5,26 +5,13 @@ package vlapic
 
 import (
 	"encoding/binary"
+	"github.com/govmm/govmm/internal/fuzzops"
 	"slices"
 	"testing"
 )
 
-// ops reads a fuzz input as a stream of small numbers.
-type ops struct{ b []byte }
-
-func (o *ops) more() bool { return len(o.b) > 0 }
-func (o *ops) u8() uint8 {
-	if len(o.b) == 0 {
-		return 0
-	}
-	v := o.b[0]
-	o.b = o.b[1:]
-	return v
-}
-func (o *ops) u32() uint32 {
-	return uint32(o.u8()) | uint32(o.u8())<<8 | uint32(o.u8())<<16 | uint32(o.u8())<<24
-}
-func (o *ops) u64() uint64 { return uint64(o.u32()) | uint64(o.u32())<<32 }
+// ops reads a fuzz input as a stream of small numbers (internal/fuzzops).
+type ops = fuzzops.Reader
 
 // interesting APIC_BASE values for the fuzzers.
 var fuzzBases = []uint64{
@@ -93,26 +80,26 @@ func checkInvariants(t *testing.T, b *Bus) {
 
 // fuzzStep runs one operation common to both register fuzzers.
 func fuzzStep(b *Bus, c *fakeClock, o *ops, op uint8) {
-	a := b.LAPIC(int(o.u8()) % b.Len())
+	a := b.LAPIC(int(o.U8()) % b.Len())
 	switch op {
 	case 0:
-		b.Deliver(DecodeICR(o.u64(), o.u8()&1 != 0))
+		b.Deliver(DecodeICR(o.U64(), o.U8()&1 != 0))
 	case 1:
-		c.advance(int64(o.u32()))
+		c.advance(int64(o.U32()))
 		a.Tick()
 	case 2:
-		if _, ok := a.Acknowledge(); ok && o.u8()&1 != 0 {
+		if _, ok := a.Acknowledge(); ok && o.U8()&1 != 0 {
 			a.EOI()
 		}
 	case 3:
-		_ = a.SetBase(fuzzBases[int(o.u8())%len(fuzzBases)])
+		_ = a.SetBase(fuzzBases[int(o.U8())%len(fuzzBases)])
 	case 4:
 		a.TakeEvents()
-		if o.u8()&1 != 0 {
+		if o.U8()&1 != 0 {
 			a.InitReset()
 		}
 	case 5:
-		a.SetCR8(uint64(o.u8()))
+		a.SetCR8(uint64(o.U8()))
 		a.CR8()
 		a.PendingVector()
 	}
@@ -125,16 +112,16 @@ func FuzzMMIO(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &fakeClock{}
 		b := NewBus(3, c, nil, Options{X2APIC: true})
-		o := &ops{data}
-		for n := 0; o.more() && n < 200; n++ {
-			switch op := o.u8() % 8; op {
+		o := fuzzops.New(data)
+		for n := 0; o.More() && n < 200; n++ {
+			switch op := o.U8() % 8; op {
 			case 6, 7: // MMIO write / read at an offset and size
-				a := b.LAPIC(int(o.u8()) % b.Len())
-				off := uint64(o.u8()) | uint64(o.u8()&0x1F)<<8
-				size := int(o.u8() % 9)
+				a := b.LAPIC(int(o.U8()) % b.Len())
+				off := uint64(o.U8()) | uint64(o.U8()&0x1F)<<8
+				size := int(o.U8() % 9)
 				d := make([]byte, size)
 				for i := range d {
-					d[i] = o.u8()
+					d[i] = o.U8()
 				}
 				if op == 6 {
 					a.WriteMMIO(off, d)
@@ -156,14 +143,14 @@ func FuzzMSR(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &fakeClock{tscBase: 1 << 40}
 		b := NewBus(3, c, nil, Options{X2APIC: true})
-		o := &ops{data}
-		for n := 0; o.more() && n < 200; n++ {
-			switch op := o.u8() % 8; op {
+		o := fuzzops.New(data)
+		for n := 0; o.More() && n < 200; n++ {
+			switch op := o.U8() % 8; op {
 			case 6, 7: // MSR write / read: 0x800+x, APIC_BASE or TSC_DEADLINE
-				a := b.LAPIC(int(o.u8()) % b.Len())
-				sel := o.u8()
+				a := b.LAPIC(int(o.U8()) % b.Len())
+				sel := o.U8()
 				m := uint32(MSRX2APICFirst) + uint32(sel)
-				switch o.u8() % 8 {
+				switch o.U8() % 8 {
 				case 0:
 					m = MSRAPICBase
 				case 1:
@@ -172,7 +159,7 @@ func FuzzMSR(f *testing.F) {
 					m = uint32(sel) << 4
 				}
 				if op == 6 {
-					v := o.u64()
+					v := o.U64()
 					if m == MSRTSCDeadline && v&1 != 0 {
 						v = c.TSC() + v>>40 // near deadlines too
 					}
