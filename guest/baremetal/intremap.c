@@ -577,15 +577,7 @@ void test_main(void)
 	       x2apic ? "x2APIC" : "xAPIC", n);
 	for (int v = 0x20; v < 0x100; v++)
 		isr_table[v] = on_irq;
-	cpu_apicid[0] = apic_id();
-	apic_write(APIC_SVR, 0x1FF);
-	apic_write(APIC_TPR, 0);
-	if (!x2apic) {
-		apic_write(APIC_DFR, 0xFFFFFFFF);
-		apic_write(APIC_LDR, 1u << 24);
-	}
-	if (cpu_apicid[0] != 0)
-		die("bsp", "APIC ID %u, want 0", cpu_apicid[0]);
+	bsp_apic_setup();
 	sti();
 
 	if (n > 1) {

@@ -400,15 +400,7 @@ void test_main(void)
 	printf("# %s, %u cpus\n", x2apic ? "x2APIC" : "xAPIC", n);
 	for (int v = 0x40; v < 0xF0; v++)
 		isr_table[v] = on_irq;
-	cpu_apicid[0] = apic_id();
-	apic_write(APIC_SVR, 0x1FF);
-	apic_write(APIC_TPR, 0);
-	if (!x2apic) {
-		apic_write(APIC_DFR, 0xFFFFFFFF);
-		apic_write(APIC_LDR, 1u << 24);
-	}
-	if (cpu_apicid[0] != 0)
-		die("bsp", "APIC ID %u, want 0", cpu_apicid[0]);
+	bsp_apic_setup();
 	u32 v = ioapic_read(0x01);
 	if (v == 0xFFFFFFFF)
 		die("ioapic", "version register reads ffffffff: no IOAPIC at fec00000");

@@ -384,3 +384,18 @@ void kmain(u32 magic, const u32 *mbi)
 	test_main();
 	finish();
 }
+
+/* The BSP's LAPIC as the IOAPIC and remapping guests want it: software
+ * enabled, TPR 0, flat logical ID 1 in xAPIC mode, APIC ID 0. */
+void bsp_apic_setup(void)
+{
+	cpu_apicid[0] = apic_id();
+	apic_write(APIC_SVR, 0x1FF);
+	apic_write(APIC_TPR, 0);
+	if (!x2apic) {
+		apic_write(APIC_DFR, 0xFFFFFFFF);
+		apic_write(APIC_LDR, 1u << 24);
+	}
+	if (cpu_apicid[0] != 0)
+		die("bsp", "APIC ID %u, want 0", cpu_apicid[0]);
+}

@@ -126,6 +126,7 @@ void apic_icr_short(u32 lo);             /* shorthand: xAPIC 2, x2APIC 1 */
 void apic_self_ipi(u32 vec);             /* xAPIC 2 (shorthand), x2APIC 1 (MSR 0x83F) */
 int has_x2apic(void);
 int x2apic_enable(void);                 /* this CPU: APIC_BASE EN|EXTD; 0 if absent */
+void bsp_apic_setup(void);               /* BSP: SVR, TPR 0, flat LDR (xAPIC), ID 0 */
 #define APIC_ISR   0x100
 #define APIC_TMR   0x180
 
