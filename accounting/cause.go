@@ -31,6 +31,8 @@ const (
 	CauseMSRPVIPI
 	CauseMSRPVEOIRead
 	CauseMSRPVEOIWrite
+	CauseMSRSyscallEntryRead
+	CauseMSRSyscallEntryWrite
 	CauseMSROtherRead
 	CauseMSROtherWrite
 	CausePIOSerial
@@ -50,6 +52,7 @@ const (
 	CauseMMIOIOMMURead
 	CauseMMIOIOMMUWrite
 	CauseMMIOOther
+	CauseSyscallDoorbell // a guest SYSCALL completed by govmm (package pvsyscall)
 	CauseHLT
 	CauseIRQWindow
 	CauseKick         // KVM_RUN interrupted by a kick that brought work (EINTR / immediate_exit)
@@ -64,11 +67,11 @@ const (
 
 var fixedNames = [...]string{
 	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write", "msr_pv_send_ipi", "msr_pv_eoi_read", "msr_pv_eoi_write",
-	"msr_other_read", "msr_other_write",
+	"msr_syscall_entry_read", "msr_syscall_entry_write", "msr_other_read", "msr_other_write",
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
-	"mmio_other", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
+	"mmio_other", "syscall_doorbell", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
 	"shutdown", "other",
 }
 

@@ -10,7 +10,8 @@
 //
 // ABI (version 1):
 //
-//	CPUID 0x40000100: EAX = 0x40000101 (highest govmm leaf),
+//	CPUID 0x40000100: EAX = 0x40000102 (highest govmm leaf; 0x40000102 is
+//	                  the SYSCALL doorbell of package pvsyscall),
 //	                  EBX, ECX, EDX = "GovmmGovmmGo" (the signature)
 //	CPUID 0x40000101: EAX bit 0 = PV send-IPI available
 //

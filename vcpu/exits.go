@@ -7,6 +7,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/pvipi"
+	"github.com/govmm/govmm/pvsyscall"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -16,7 +17,9 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 	case kvm.ExitIO:
 		v.handleIO()
 	case kvm.ExitMMIO:
-		v.handleMMIO()
+		if err := v.handleMMIO(); err != nil {
+			return err
+		}
 	case kvm.ExitX86RDMSR:
 		v.handleMSR(false)
 	case kvm.ExitX86WRMSR:
@@ -78,7 +81,7 @@ func (v *VCPU) handleIO() {
 
 // handleMMIO serves the vCPU's own xAPIC page, then the VM's other MMIO
 // devices; unclaimed addresses read as all ones and ignore writes.
-func (v *VCPU) handleMMIO() {
+func (v *VCPU) handleMMIO() error {
 	m := v.kvm.MMIO()
 	n := int(m.Len)
 	if n > len(m.Data) {
@@ -94,12 +97,15 @@ func (v *VCPU) handleMMIO() {
 		} else {
 			v.lapic.ReadMMIO(off, data)
 		}
-		return
+		return nil
+	}
+	if v.syscallDoorbell && m.PhysAddr-pvsyscall.DoorbellGPA < pvsyscall.DoorbellLen {
+		return v.doorbell(write, data)
 	}
 	if v.mmio != nil {
 		if cause, ok := v.mmio.MMIO(v.id, m.PhysAddr, data, write); ok {
 			v.acct.Exit(cause)
-			return
+			return nil
 		}
 	}
 	v.acct.Exit(accounting.CauseMMIOOther)
@@ -108,6 +114,7 @@ func (v *VCPU) handleMMIO() {
 			data[i] = 0xFF
 		}
 	}
+	return nil
 }
 
 // handleMSR serves the MSRs that exit to user space: the x2APIC range (KVM
@@ -142,6 +149,13 @@ func (v *VCPU) handleMSR(write bool) {
 			err = vlapic.ErrGP
 		case !write:
 			m.Data = v.pvEOIMSR
+		}
+	case idx == pvsyscall.MSRSyscallEntry:
+		v.acct.Exit(pick(write, accounting.CauseMSRSyscallEntryWrite, accounting.CauseMSRSyscallEntryRead))
+		var d uint64
+		d, err = v.handleSyscallEntryMSR(write, m.Data)
+		if !write {
+			m.Data = d
 		}
 	case idx == pvipi.MSRSendIPI:
 		v.acct.Exit(accounting.CauseMSRPVIPI)

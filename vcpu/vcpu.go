@@ -40,6 +40,9 @@ type Config struct {
 	APICs *vlapic.Bus
 	// PVEOI serves KVM's PV EOI MSR (the VM advertises the feature).
 	PVEOI bool
+	// SyscallDoorbell serves govmm's SYSCALL doorbell (package pvsyscall;
+	// the VM advertises it).
+	SyscallDoorbell bool
 	// Done is closed when the VM ends; every loop then returns.
 	Done <-chan struct{}
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
@@ -77,6 +80,9 @@ type VCPU struct {
 	pvEOIMSR     uint64 // what the guest last wrote to MSR_KVM_PV_EOI_EN
 	pvEOIPending bool   // the guest's bit is set for the vector in service
 
+	syscallDoorbell bool   // the SYSCALL doorbell is offered
+	syscallEntry    uint64 // the kernel's real SYSCALL entry; 0: doorbell off
+
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
 	timer      *time.Timer
@@ -88,7 +94,8 @@ type VCPU struct {
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs, pvEOI: c.PVEOI,
-		done: c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+		syscallDoorbell: c.SyscallDoorbell,
+		done:            c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
 	return v

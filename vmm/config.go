@@ -19,6 +19,33 @@ const (
 	X2APICOff               // xAPIC only: EXTD is reserved
 )
 
+// Doorbell says when the SYSCALL doorbell is offered.
+type Doorbell int
+
+const (
+	DoorbellAuto Doorbell = iota // on emulating hosts only (HostEmulates)
+	DoorbellOn
+	DoorbellOff
+)
+
+// ParseDoorbell reads a --syscall-doorbell value.
+func ParseDoorbell(s string) (Doorbell, error) {
+	switch s {
+	case "auto", "":
+		return DoorbellAuto, nil
+	case "on":
+		return DoorbellOn, nil
+	case "off":
+		return DoorbellOff, nil
+	}
+	return 0, fmt.Errorf("--syscall-doorbell=%q: want auto, on or off", s)
+}
+
+// enabled resolves auto against this host.
+func (d Doorbell) enabled() bool {
+	return d == DoorbellOn || d == DoorbellAuto && HostEmulates()
+}
+
 // Config describes a VM.
 type Config struct {
 	CPUs    int
@@ -30,8 +57,11 @@ type Config struct {
 	// PVIPI advertises govmm's paravirtual send-IPI (package pvipi).
 	PVIPI bool
 	// PVEOI advertises KVM's PV EOI, served by govmm (edge EOIs without exits).
-	PVEOI  bool
-	Kernel []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
+	PVEOI bool
+	// SyscallDoorbell offers govmm's SYSCALL doorbell (package pvsyscall),
+	// by default only on hosts whose KVM gets SYSCALL wrong.
+	SyscallDoorbell Doorbell
+	Kernel          []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
 	Initrd []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default
 	// govmm decompresses the payload and enters startup_64 directly.

@@ -3,6 +3,7 @@ package vmm
 import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/pvipi"
+	"github.com/govmm/govmm/pvsyscall"
 )
 
 // CPUID bits govmm sets or clears.
@@ -23,7 +24,8 @@ const (
 // the x2APIC and TSC-deadline bits as configured, the hypervisor bit, and
 // no KVM PV feature (each one would make a guest issue hypercalls that need
 // KVM's in-kernel APIC, or that hang on emulating hosts).
-func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI, pvEOI bool) []kvm.CPUIDEntry {
+func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CPUIDEntry {
+	x2apic, pvIPI, pvEOI := o.x2apic, o.pvIPI, o.pvEOI
 	out := make([]kvm.CPUIDEntry, 0, len(supported))
 	for _, e := range supported {
 		switch e.Function {
@@ -65,10 +67,19 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, x2apic, pvIPI, pvEOI boo
 	if pvIPI {
 		feat |= pvipi.FeatureSendIPI
 	}
+	if o.doorbell {
+		feat |= pvsyscall.FeatureDoorbell
+	}
 	out = append(out,
-		kvm.CPUIDEntry{Function: pvipi.CPUIDBase, EAX: pvipi.CPUIDFeatures, EBX: le(sig[0:]), ECX: le(sig[4:]), EDX: le(sig[8:])},
-		kvm.CPUIDEntry{Function: pvipi.CPUIDFeatures, EAX: feat})
+		kvm.CPUIDEntry{Function: pvipi.CPUIDBase, EAX: pvsyscall.CPUIDDoorbell, EBX: le(sig[0:]), ECX: le(sig[4:]), EDX: le(sig[8:])},
+		kvm.CPUIDEntry{Function: pvipi.CPUIDFeatures, EAX: feat},
+		kvm.CPUIDEntry{Function: pvsyscall.CPUIDDoorbell, EAX: pvsyscall.DoorbellGPA & 0xFFFFFFFF, EBX: pvsyscall.DoorbellGPA >> 32})
 	return out
+}
+
+// cpuidOptions are the VM-wide choices CPUID shows.
+type cpuidOptions struct {
+	x2apic, pvIPI, pvEOI, doorbell bool
 }
 
 // bitsFor is the number of APIC-ID bits that cover n CPUs.

@@ -14,6 +14,7 @@ import (
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/pvipi"
+	"github.com/govmm/govmm/pvsyscall"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -46,6 +47,9 @@ type VM struct {
 	ports devices.PortBus
 	plat  *platform
 	linux bool // the kernel is Linux (else Multiboot)
+	// doorbell: the SYSCALL doorbell is offered (Config.SyscallDoorbell
+	// resolved against this host).
+	doorbell bool
 
 	done     chan struct{}
 	stopOnce sync.Once
@@ -90,6 +94,7 @@ func New(cfg Config) (vm *VM, err error) {
 		sys.Close()
 		return nil, err
 	}
+	doorbell := cfg.SyscallDoorbell.enabled()
 	for _, c := range []struct {
 		cap  int
 		name string
@@ -100,7 +105,7 @@ func New(cfg Config) (vm *VM, err error) {
 			return nil, fmt.Errorf("%w: this host's KVM lacks %s", kvm.ErrNoKVM, c.name)
 		}
 	}
-	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1}
+	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell}
 	defer func() {
 		if err != nil {
 			v.Close()
@@ -151,7 +156,7 @@ func (vm *VM) setupKVM() error {
 		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
 	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase),
-		deny(pvipi.MSRSendIPI), deny(vcpu.MSRPVEOI)}); err != nil {
+		deny(pvipi.MSRSendIPI), deny(vcpu.MSRPVEOI), deny(pvsyscall.MSRSyscallEntry)}); err != nil {
 		return err
 	}
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
@@ -201,7 +206,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 		vm.kvcpu[i] = c
-		if err := c.SetCPUID(cpuidFor(supported, i, n, vm.cfg.X2APIC == X2APICOn, vm.cfg.PVIPI, vm.cfg.PVEOI)); err != nil {
+		if err := c.SetCPUID(cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI, doorbell: vm.doorbell})); err != nil {
 			return err
 		}
 	}
@@ -218,7 +223,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		if vm.cfg.PVIPI {
 			cfg.APICs = vm.apics
 		}
-		cfg.PVEOI = vm.cfg.PVEOI
+		cfg.PVEOI, cfg.SyscallDoorbell = vm.cfg.PVEOI, vm.doorbell
 		if i == 0 {
 			cfg.Boot = boot
 		}
@@ -352,3 +357,6 @@ func (vm *VM) Close() {
 	}
 	vm.sys.Close()
 }
+
+// SyscallDoorbell reports whether the VM offers the SYSCALL doorbell.
+func (vm *VM) SyscallDoorbell() bool { return vm.doorbell }

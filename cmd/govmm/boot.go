@@ -42,6 +42,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
 	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
 	dash := addDashFlags(fs)
+	doorbell := addDoorbellFlag(fs)
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
@@ -86,6 +87,9 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
 	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI = size, img, rd, con, *decomp, *pveoi
+	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
+		return 0, err
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)

@@ -32,6 +32,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	quiet := fs.Bool("quiet", false, "do not print the accounting table")
 	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
 	dash := addDashFlags(fs)
+	doorbell := addDoorbellFlag(fs)
 	var mods moduleFlag
 	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
 	fs.Usage = func() {
@@ -58,6 +59,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi}
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
+	}
+	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
+		return 0, err
 	}
 	vm, err := vmm.New(cfg)
 	if err != nil {

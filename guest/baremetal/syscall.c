@@ -1,0 +1,109 @@
+/* syscall: SYSCALL from user mode (CPL3) into a 64-bit kernel entry, checked
+ * against the architecture (Intel SDM vol. 2B, SYSCALL): CS = STAR[47:32],
+ * SS = STAR[47:32] + 8, CPL 0, RCX = the instruction after SYSCALL, R11 =
+ * the user RFLAGS, RFLAGS = R11 & ~FMASK. No parameters.
+ *
+ * On hosts whose KVM interprets kernel code, SYSCALL reaches LSTAR still at
+ * CPL3 (HOST.md); when govmm's CPUID offers the SYSCALL doorbell (package
+ * pvsyscall) the guest does what govmm's Linux patch does: LSTAR points at a
+ * user-executable trampoline that writes to the doorbell page, and the real
+ * entry goes to MSR 0x4D564F51; govmm completes the transition. Elsewhere
+ * LSTAR is the entry itself. Either way the entry must see the same state.
+ * Before user mode the guest also writes the doorbell from CPL0, which govmm
+ * must ignore. */
+#include "rt.h"
+
+const char guest_name[] = "syscall";
+
+#define STAR_KERNEL 0x18u       /* CS; SS = 0x20 */
+#define STAR_USER   0x20u       /* SYSRET: SS = 0x28|3, CS = 0x30|3 */
+#define FMASK       0x40700u    /* AC DF IF TF */
+#define USER_RFLAGS 0x40AD7u    /* as in syscall64.S */
+#define GOVMM_FEATURES  0x40000101u
+#define GOVMM_DOORBELL  (1u << 1)
+#define MSR_SYSCALL_ENTRY 0x4D564F51u
+
+u64 idt64[256 * 2] __attribute__((aligned(16)));
+static u64 pml4[512] __attribute__((aligned(4096)));
+static u64 pdpt[512] __attribute__((aligned(4096)));
+static u64 pd[4][512] __attribute__((aligned(4096)));
+static u8 kstack[4096] __attribute__((aligned(16)));
+
+struct rec { u64 rcx, r11, rflags, cs, ss, rsp, pad[2]; };
+extern volatile struct rec sc_rec[2];
+extern volatile u32 sc_count, tss64[26];
+extern volatile u64 sc_fault_vec, sc_fault_frame[6], gdt64[9];
+extern char sc_entry[], sc_tramp[], sc_user_ret1[], sc_user_ret2[], sc_stubs[];
+void run_syscall64(u64 *pml4);
+
+static int govmm_doorbell(void)
+{
+	u32 r[4];
+
+	cpuid(0x40000100, r);
+	if (r[1] != 0x6d766f47 || r[0] < GOVMM_FEATURES)   /* "Govm" */
+		return 0;
+	cpuid(GOVMM_FEATURES, r);
+	return (r[0] & GOVMM_DOORBELL) != 0;
+}
+
+void test_main(void)
+{
+	/* Identity map of 4 GiB, user-accessible (the trampoline and the user
+	 * code live in this image); PCD|PWT from 3 GiB (MMIO). */
+	for (int i = 0; i < 2048; i++)
+		pd[i >> 9][i & 511] = (u64)i << 21 | 0x87 | (i >= 1536 ? 0x18 : 0);
+	for (int i = 0; i < 4; i++)
+		pdpt[i] = (u32)pd[i] | 7;
+	pml4[0] = (u32)pdpt | 7;
+	for (int v = 0; v < 32; v++) {
+		u32 a = (u32)sc_stubs + 16 * v;
+		idt64[2 * v] = (a & 0xffff) | 0x18u << 16 | (u64)((a & 0xffff0000) | 0x8E00) << 32;
+		idt64[2 * v + 1] = 0;
+	}
+	u32 tss = (u32)tss64;
+	tss64[1] = (u32)kstack + sizeof(kstack);           /* RSP0 */
+	tss64[25] = 104u << 16;                             /* no I/O bitmap */
+	gdt64[7] = 103 | (u64)(tss & 0xffffff) << 16 | 0x89ull << 40 | (u64)(tss >> 24) << 56;
+	gdt64[8] = 0;
+
+	int doorbell = govmm_doorbell();
+	wrmsr(0xC0000081, (u64)(STAR_USER << 16 | STAR_KERNEL) << 32);
+	wrmsr(0xC0000084, FMASK);
+	if (doorbell) {
+		wrmsr(MSR_SYSCALL_ENTRY, (u32)sc_entry);
+		wrmsr(0xC0000082, (u32)sc_tramp);
+		printf("# govmm offers the SYSCALL doorbell: LSTAR = trampoline %x, entry %x\n",
+		       (u32)sc_tramp, (u32)sc_entry);
+	} else {
+		wrmsr(0xC0000082, (u32)sc_entry);
+		printf("# no SYSCALL doorbell: LSTAR = entry %x\n", (u32)sc_entry);
+	}
+	run_syscall64(pml4);
+	ok("long mode, user mode and back");
+	for (u32 i = 0; i < 2 && i < sc_count; i++) {
+		volatile struct rec *r = &sc_rec[i];
+		printf("# SYSCALL %u: cs %x ss %x rcx %x:%x r11 %x:%x rflags %x:%x\n", i + 1,
+		       (u32)r->cs, (u32)r->ss, (u32)(r->rcx >> 32), (u32)r->rcx,
+		       (u32)(r->r11 >> 32), (u32)r->r11, (u32)(r->rflags >> 32), (u32)r->rflags);
+	}
+	if (sc_fault_vec != 0xFFFF)
+		die("no exception", "vector %u; frame %x:%x %x:%x %x:%x %x:%x", (u32)sc_fault_vec,
+		    (u32)(sc_fault_frame[1] >> 32), (u32)sc_fault_frame[1],
+		    (u32)(sc_fault_frame[0] >> 32), (u32)sc_fault_frame[0],
+		    (u32)(sc_fault_frame[2] >> 32), (u32)sc_fault_frame[2],
+		    (u32)(sc_fault_frame[3] >> 32), (u32)sc_fault_frame[3]);
+	check(sc_count == 2, "both SYSCALLs reached the kernel entry", "%u did", sc_count);
+	char *ret[2] = { sc_user_ret1, sc_user_ret2 };
+	for (u32 i = 0; i < 2 && i < sc_count; i++) {
+		volatile struct rec *r = &sc_rec[i];
+		check((r->cs & 0xffff) == STAR_KERNEL, "CS = STAR[47:32], CPL 0", "cs %x", (u32)r->cs);
+		check((r->ss & 0xffff) == STAR_KERNEL + 8, "SS = STAR[47:32] + 8", "ss %x", (u32)r->ss);
+		check(r->rcx == (u32)ret[i], "RCX = the instruction after SYSCALL", "rcx %x:%x, want %x",
+		      (u32)(r->rcx >> 32), (u32)r->rcx, (u32)ret[i]);
+		check(r->r11 == USER_RFLAGS, "R11 = the user RFLAGS", "r11 %x:%x, want %x",
+		      (u32)(r->r11 >> 32), (u32)r->r11, USER_RFLAGS);
+		check(r->rflags == (USER_RFLAGS & ~FMASK), "RFLAGS = user RFLAGS & ~FMASK",
+		      "rflags %x:%x, want %x", (u32)(r->rflags >> 32), (u32)r->rflags, USER_RFLAGS & ~FMASK);
+	}
+}

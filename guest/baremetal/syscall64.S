@@ -1,0 +1,183 @@
+/* 64-bit half of the syscall guest: enter long mode with its own GDT (user
+ * segments, a TSS), go to user mode (CPL3) with IRETQ and issue SYSCALL
+ * twice; the kernel entry records what SYSCALL left (CS, SS, RCX, R11,
+ * RFLAGS), returns to user mode the first time with SYSRETQ and comes back
+ * to 32-bit code (compatibility mode) after the second. */
+#define USER_RFLAGS 0x40AD7     /* AC OF IF SF ZF AF PF CF + bit 1 */
+#define DOORBELL    0xFEB00000  /* pvsyscall.DoorbellGPA */
+
+	.text
+	.code32
+	.globl run_syscall64
+run_syscall64:                          /* void run_syscall64(u64 *pml4) */
+	push %ebx
+	push %esi
+	push %edi
+	push %ebp
+	sgdt gdt_ptr32
+	mov 20(%esp), %eax
+	mov %eax, %cr3
+	mov %cr4, %eax
+	or $0x20, %eax                  /* PAE */
+	mov %eax, %cr4
+	mov $0xC0000080, %ecx           /* EFER.LME | EFER.SCE */
+	rdmsr
+	or $0x101, %eax
+	wrmsr
+	mov %cr0, %eax
+	or $0x80000000, %eax            /* PG: long mode active */
+	mov %eax, %cr0
+	lgdt gdt64_ptr
+	ljmp $0x18, $1f
+
+	.code64
+1:	lidt sc_idt_ptr(%rip)
+	mov $0x20, %eax
+	mov %eax, %ss
+	mov $0x38, %eax
+	ltr %ax
+	mov %esp, %esp                  /* clear RSP[63:32] */
+	/* A doorbell write from CPL0 is an access to nothing: ignored. */
+	movabs %al, DOORBELL
+	mov %rsp, sc_krsp(%rip)
+	pushq $0x2b                     /* SS: user data */
+	lea sc_ustack_top(%rip), %rax
+	push %rax
+	pushq $USER_RFLAGS
+	pushq $0x33                     /* CS: user code */
+	lea user(%rip), %rax
+	push %rax
+	iretq
+
+user:                                   /* CPL3 */
+	mov $0x1111, %rcx               /* SYSCALL must overwrite both */
+	mov $0x2222, %r11
+	mov $1, %eax
+	syscall
+	.globl sc_user_ret1, sc_user_ret2
+sc_user_ret1:
+	mov $0x3333, %rcx
+	mov $0x4444, %r11
+	mov $2, %eax
+	syscall
+sc_user_ret2:
+	ud2
+
+	/* LSTAR on hardware virtualization; on emulating hosts the doorbell's
+	 * MSR, reached through the trampoline below. */
+	.globl sc_entry
+sc_entry:
+	pushfq                          /* before anything changes a flag */
+	popq sc_flags(%rip)
+	mov %eax, %r10d
+	dec %r10d
+	cmp $1, %r10d
+	ja 9f
+	shl $6, %r10                    /* 64-byte record per SYSCALL */
+	lea sc_rec(%rip), %r9
+	add %r10, %r9
+	mov %rcx, 0(%r9)
+	mov %r11, 8(%r9)
+	mov sc_flags(%rip), %r8
+	mov %r8, 16(%r9)
+	movw %cs, 24(%r9)
+	movw %ss, 32(%r9)
+	mov %rsp, 40(%r9)
+	incl sc_count(%rip)
+	cmp $1, %eax
+	jne 2f
+	sysretq
+2:	mov sc_krsp(%rip), %rsp         /* second SYSCALL: back to 32-bit code */
+	pushq $0x08
+	lea 3f(%rip), %rax
+	push %rax
+	lretq
+9:	ud2
+
+	/* Exceptions: record the vector and the frame, then leave as after
+	 * the second SYSCALL so the C side can report what happened. */
+	.globl sc_stubs
+	.balign 16
+sc_stubs:
+	.set vec, 0
+	.rept 32
+	.balign 16
+	pushq $vec
+	jmp sc_fault
+	.set vec, vec + 1
+	.endr
+sc_fault:
+	popq sc_fault_vec(%rip)
+	lea sc_fault_frame(%rip), %r9
+	xor %ecx, %ecx
+4:	mov (%rsp,%rcx,8), %rax
+	mov %rax, (%r9,%rcx,8)
+	inc %ecx
+	cmp $6, %ecx
+	jb 4b
+	jmp 2b
+
+	.code32
+3:	mov $0x10, %eax
+	mov %eax, %ss
+	lgdt gdt_ptr32
+	pop %ebp
+	pop %edi
+	pop %esi
+	pop %ebx
+	ret
+
+	/* The trampoline (user-executable page): its first instruction rings
+	 * the doorbell, which govmm answers by completing the SYSCALL. */
+	.code64
+	.balign 4096
+	.globl sc_tramp
+sc_tramp:
+	movabs %al, DOORBELL
+	ud2
+	.balign 4096
+
+	.data
+	.globl sc_count, sc_rec, sc_krsp, sc_idt_ptr, gdt64_ptr, gdt64, tss64
+	.balign 64
+sc_rec:	.fill 16, 8, 0
+sc_count: .long 0
+	.globl sc_fault_vec, sc_fault_frame
+	.balign 8
+sc_fault_vec: .quad 0xFFFF
+sc_fault_frame: .fill 6, 8, 0
+sc_krsp: .quad 0
+sc_flags: .quad 0
+	.balign 16
+	.word 0, 0, 0
+sc_idt_ptr:
+	.word 256 * 16 - 1
+	.long idt64, 0
+	.word 0
+gdt64_ptr:
+	.word 9 * 8 - 1
+	.long gdt64
+	.word 0
+gdt_ptr32:                              /* the runtime's, saved with sgdt */
+	.word 0
+	.long 0
+	.balign 8
+/* Accessed bits set (see entry.S). */
+gdt64:	.quad 0
+	.quad 0x00CF9B000000FFFF        /* 0x08: 32-bit code */
+	.quad 0x00CF93000000FFFF        /* 0x10: data */
+	.quad 0x00AF9B000000FFFF        /* 0x18: 64-bit kernel code = STAR[47:32] */
+	.quad 0x00CF93000000FFFF        /* 0x20: kernel data = STAR[47:32] + 8 */
+	.quad 0x00CFF3000000FFFF        /* 0x28: user data = STAR[63:48] + 8 */
+	.quad 0x00AFFB000000FFFF        /* 0x30: user code = STAR[63:48] + 16 */
+	.quad 0, 0                      /* 0x38: TSS, filled by the C side */
+	.balign 16
+tss64:	.fill 26, 4, 0                  /* RSP0 at offset 4, filled by the C side */
+
+	.bss
+	.balign 16
+	.globl sc_ustack_top
+	.skip 4096
+sc_ustack_top:
+
+	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,62 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/vmm"
+)
+
+// TestSyscallDoorbell: SYSCALL from CPL3 reaches a 64-bit kernel entry with
+// the state the architecture defines (the guest checks CS, SS, RCX, R11,
+// RFLAGS). On emulating hosts that works only through govmm's doorbell:
+// one doorbell exit per SYSCALL plus the guest's one deliberate write from
+// CPL0, which must be ignored. With the doorbell forced off there, the
+// guest must fail (SYSCALL stays at CPL3): the test would catch a doorbell
+// that is silently always on.
+func TestSyscallDoorbell(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			g := runGuest(t, "syscall.elf", n, true, "")
+			want := uint64(0)
+			if vmm.HostEmulates() {
+				want = 3
+			}
+			if got := exits(g.Report.CPUs[0], accounting.CauseSyscallDoorbell); got != want {
+				t.Errorf("doorbell exits = %d, want %d", got, want)
+			}
+			if got := exits(g.Report.CPUs[0], accounting.CauseMSRSyscallEntryWrite); got != want/3 {
+				t.Errorf("MSRSyscallEntry writes = %d, want %d", got, want/3)
+			}
+		})
+	}
+	t.Run("off", func(t *testing.T) {
+		if !vmm.HostEmulates() {
+			t.Skip("SKIP: with hardware virtualization SYSCALL works without the doorbell")
+		}
+		img, err := os.ReadFile(filepath.Join(guestDir(t), "syscall.elf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var con syncBuffer
+		vm, err := vmm.New(vmm.Config{CPUs: 1, Kernel: img, Console: &con, SyscallDoorbell: vmm.DoorbellOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vm.Close()
+		res := vm.Run(time.Minute)
+		// The host's SYSCALL leaves CS at 0x33: the entry's SYSRETQ is a #GP.
+		if res.Status == 1 || !strings.Contains(con.String(), "cs 33") || !strings.Contains(con.String(), "vector 13") {
+			t.Errorf("without the doorbell the guest should see SYSCALL stay at CPL3 and fault (status %d):\n%s",
+				res.Status, con.String())
+		}
+		if got := exits(vm.Accounting().Report().CPUs[0], accounting.CauseSyscallDoorbell); got != 0 {
+			t.Errorf("doorbell exits with the doorbell off = %d, want 0", got)
+		}
+	})
+}

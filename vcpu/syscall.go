@@ -1,0 +1,69 @@
+package vcpu
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pvsyscall"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// Completing SYSCALL on emulating hosts (package pvsyscall for the ABI).
+
+// handleSyscallEntryMSR serves MSRSyscallEntry: the guest's real entry.
+func (v *VCPU) handleSyscallEntryMSR(write bool, value uint64) (uint64, error) {
+	switch {
+	case !v.syscallDoorbell:
+		return 0, vlapic.ErrGP
+	case !write:
+		return v.syscallEntry, nil
+	case pvsyscall.CheckEntry(value) != nil:
+		return 0, vlapic.ErrGP
+	}
+	v.syscallEntry = value
+	return 0, nil
+}
+
+// doorbell serves a write to the doorbell page: the SYSCALL that reached the
+// trampoline at CPL3 is completed to the kernel's entry at CPL0. Anything
+// else that touches the page (a read, a write from CPL0, the doorbell not
+// armed) is an access to nothing.
+func (v *VCPU) doorbell(write bool, data []byte) error {
+	v.acct.Exit(accounting.CauseSyscallDoorbell)
+	run := v.kvm.RunData()
+	regs, sregs := &run.Sync.Regs, &run.Sync.Sregs
+	if !write {
+		for i := range data {
+			data[i] = 0xFF
+		}
+		return nil
+	}
+	if v.syscallEntry == 0 || !pvsyscall.FromUser(sregs) {
+		return nil
+	}
+	star, err1 := v.kvm.GetMSR(pvsyscall.MSRSTAR)
+	fmask, err2 := v.kvm.GetMSR(pvsyscall.MSRFMASK)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("SYSCALL doorbell: reading STAR/FMASK: %w", firstErr(err1, err2))
+	}
+	if traceDoorbell {
+		fmt.Fprintf(os.Stderr, "doorbell cpu%d: rip %#x rcx %#x r11 %#x rflags %#x cs %#x/dpl%d ss %#x rsp %#x star %#x fmask %#x\n",
+			v.id, regs.RIP, regs.RCX, regs.R11, regs.RFLAGS, sregs.CS.Selector, sregs.CS.DPL, sregs.SS.Selector, regs.RSP, star, fmask)
+	}
+	pvsyscall.Complete(regs, sregs, star, fmask, v.syscallEntry)
+	run.DirtyRegs |= kvm.SyncRegsGPR | kvm.SyncRegsSregs
+	return nil
+}
+
+var traceDoorbell = os.Getenv("GOVMM_TRACE_DOORBELL") != ""
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
