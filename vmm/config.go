@@ -69,7 +69,13 @@ type Config struct {
 	Cmdline         string
 	Modules         []loader.Module
 	Console         io.Writer // the serial port's output
-	KVMPath         string    // default /dev/kvm
+	// ConsoleInput, if set, is the serial port's input: Run pumps it into
+	// the UART's receive FIFO (devices.Serial.Pump) until it ends or the VM
+	// stops. EOF ends input only; the guest keeps running. Run does not close
+	// it, and a Read in progress when the VM stops is left to return on its
+	// own (its bytes are dropped).
+	ConsoleInput io.Reader
+	KVMPath      string // default /dev/kvm
 }
 
 // DefaultMemSize is the RAM of a VM when none is asked for.

@@ -35,18 +35,19 @@ const (
 
 // VM is one virtual machine ready to run.
 type VM struct {
-	cfg   Config
-	sys   *kvm.System
-	kvm   *kvm.VM
-	mem   *memory.Memory
-	apics *vlapic.Bus
-	cpus  []*vcpu.VCPU
-	kvcpu []*kvm.VCPU
-	acct  *accounting.VM
-	clock *hostClock
-	ports devices.PortBus
-	plat  *platform
-	linux bool // the kernel is Linux (else Multiboot)
+	cfg    Config
+	sys    *kvm.System
+	kvm    *kvm.VM
+	mem    *memory.Memory
+	apics  *vlapic.Bus
+	cpus   []*vcpu.VCPU
+	kvcpu  []*kvm.VCPU
+	acct   *accounting.VM
+	clock  *hostClock
+	ports  devices.PortBus
+	plat   *platform
+	serial *devices.Serial
+	linux  bool // the kernel is Linux (else Multiboot)
 	// doorbell: the SYSCALL doorbell is offered (Config.SyscallDoorbell
 	// resolved against this host).
 	doorbell bool
@@ -64,7 +65,7 @@ type Result struct {
 	// port, or -1 when the guest did not end through it.
 	Status int
 	// How says how the guest ended: "debug-exit", "poweroff", "reboot",
-	// "error" or "timeout".
+	// "error" or "timeout", or the reason given to Stop.
 	How      string
 	Err      error
 	Duration time.Duration
@@ -233,9 +234,9 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 }
 
 func (vm *VM) setupDevices() {
-	serial := devices.NewSerial(vm.cfg.Console)
-	serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
-	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, serial)
+	vm.serial = devices.NewSerial(vm.cfg.Console)
+	vm.serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
+	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, vm.serial)
 	vm.ports.Register(PortDebugExit, 4, accounting.CausePIODebugExit,
 		&devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }})
 	vm.ports.Register(PortFwCfg, 2, accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize))
@@ -248,6 +249,11 @@ func (vm *VM) setupDevices() {
 type sink struct{ vm *VM }
 
 func (s sink) Notify(cpu int) { s.vm.cpus[cpu].Notify() }
+
+// Stop ends a running VM from outside the guest (the user quit, a signal):
+// Run returns with Result.How set to how, Status -1 and no error. Safe to
+// call from any goroutine; only the first end of a VM counts.
+func (vm *VM) Stop(how string) { vm.stop(how, -1, nil) }
 
 // end ends the VM the way the guest asked.
 func (vm *VM) end(how string, status int) { vm.stop(how, status, nil) }
@@ -267,6 +273,9 @@ func (vm *VM) stop(how string, status int, err error) {
 // (0: no limit).
 func (vm *VM) Run(timeout time.Duration) Result {
 	start := time.Now()
+	if vm.cfg.ConsoleInput != nil {
+		go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
+	}
 	var wg sync.WaitGroup
 	for _, c := range vm.cpus {
 		wg.Add(1)
@@ -284,6 +293,7 @@ func (vm *VM) Run(timeout time.Duration) Result {
 		defer t.Stop()
 	}
 	<-vm.done
+	vm.serial.StopInput()
 	// Kick until every loop has seen the end: a kick can race a vCPU
 	// re-entering the guest.
 	finished := make(chan struct{})

@@ -43,16 +43,22 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
 	dash := addDashFlags(fs)
 	doorbell := addDoorbellFlag(fs)
+	conIn := addConsoleFlag(fs)
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, consoleHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		return 0, err
 	}
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
+	}
+	in, err := conIn.open(os.Stdin)
+	if err != nil {
+		return 0, err
 	}
 	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
 	if err != nil {
@@ -90,12 +96,13 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
 		return 0, err
 	}
+	cfg.ConsoleInput = in.r
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kpath, err)
 	}
 	defer vm.Close()
-	res, err := runVM(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, dash, *timeout, stderr)
+	res, err := runVM(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, dash, in, *timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -117,6 +124,15 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := report.WriteJSON(f); err != nil {
 			return 0, err
 		}
+	}
+	if user, err := stoppedBy(res.How); user || err != nil {
+		// Ctrl-A x is a success whatever the guest reached; say what was not verified.
+		if user {
+			if err := st.Verify(m, *cpus, *pv && *kernel == ""); err != nil {
+				fmt.Fprintf(stdout, "govmm boot: not verified (ended by user): %v\n", err)
+			}
+		}
+		return 0, err
 	}
 	if !st.InitRun && res.Err != nil {
 		return 0, fmt.Errorf("the guest did not reach /init: %w", res.Err)

@@ -42,9 +42,11 @@ func (d dashFlags) start(vm *vmm.VM, con *vmm.Console, info dashboard.Info, stde
 	return func() { srv.Close() }, nil
 }
 
-// runVM runs vm to its end with the dashboard (if asked for) and the
-// SIGUSR2 dump around it: what run and boot share.
-func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
+// runVM runs vm to its end with the dashboard (if asked for), the SIGUSR2
+// dump and the console input (a terminal in raw mode, its escapes and
+// signals) around it: what run and boot share. The terminal is back in its
+// own mode when runVM returns.
+func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
 	stopDash, err := d.start(vm, con, info, stderr)
 	if err != nil {
 		return vmm.Result{}, err
@@ -53,5 +55,10 @@ func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, timeo
 	stopDump := make(chan struct{})
 	dumpOnSIGUSR2(vm, stopDump)
 	defer close(stopDump)
+	endInput, err := in.start(vm.Stop, stderr)
+	if err != nil {
+		return vmm.Result{}, err
+	}
+	defer endInput()
 	return vm.Run(timeout), nil
 }

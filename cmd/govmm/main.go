@@ -2,8 +2,11 @@
 // later, IOAPIC, interrupt remapping and PV IPIs) lives in user space, and
 // accounts for every VM exit.
 //
-//	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] KERNEL [ARGS...]
-//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I]
+//	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] [--console-input=auto|stdin|none] KERNEL [ARGS...]
+//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--console-input=auto|stdin|none]
+//
+// The guest's serial console reads govmm's stdin when it is a terminal (in
+// raw mode; Ctrl-A x quits, Ctrl-A Ctrl-A sends Ctrl-A), a pipe or a file.
 package main
 
 import (

@@ -33,11 +33,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
 	dash := addDashFlags(fs)
 	doorbell := addDoorbellFlag(fs)
+	conIn := addConsoleFlag(fs)
 	var mods moduleFlag
 	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, consoleHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		return 0, err
@@ -50,13 +52,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	in, err := conIn.open(os.Stdin)
+	if err != nil {
+		return 0, err
+	}
 	kernelPath := fs.Arg(0)
 	kernel, err := os.ReadFile(kernelPath)
 	if err != nil {
 		return 0, fmt.Errorf("cannot read kernel image: %w", err)
 	}
 	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: kernel, Modules: mods.mods,
-		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi}
+		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi,
+		ConsoleInput: in.r}
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}
@@ -68,7 +75,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", kernelPath, err)
 	}
 	defer vm.Close()
-	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, dash, *timeout, stderr)
+	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, dash, in, *timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
@@ -89,6 +96,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		if err := report.WriteJSON(f); err != nil {
 			return 0, err
 		}
+	}
+	if user, err := stoppedBy(res.How); user {
+		fmt.Fprintln(stderr, "govmm: ended by user (Ctrl-A x)")
+		return 0, nil
+	} else if err != nil {
+		return 0, err
 	}
 	if res.Err != nil {
 		return 0, res.Err
