@@ -62,7 +62,7 @@ type Config struct {
 	// by default only on hosts whose KVM gets SYSCALL wrong.
 	SyscallDoorbell Doorbell
 	Kernel          []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
-	Initrd []byte // Linux only
+	Initrd          []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default
 	// govmm decompresses the payload and enters startup_64 directly.
 	RunDecompressor bool
