@@ -30,7 +30,13 @@ type Config struct {
 	// PVIPI advertises govmm's paravirtual send-IPI (package pvipi).
 	PVIPI bool
 	// PVEOI advertises KVM's PV EOI, served by govmm (edge EOIs without exits).
-	PVEOI  bool
+	PVEOI bool
+	// AVIC selects AVIC-style interrupt delivery (vlapic.Options.AVIC):
+	// fixed and lowest-priority edge interrupts are posted to the target's
+	// IRR backing page without its lock. It implies PVEOI, so that an edge
+	// EOI costs no exit either when the guest uses PV EOI. false is the
+	// plain path, kept for comparison on the same guest.
+	AVIC   bool
 	Kernel []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
 	Initrd []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default
@@ -40,6 +46,15 @@ type Config struct {
 	Modules         []loader.Module
 	Console         io.Writer // the serial port's output
 	KVMPath         string    // default /dev/kvm
+}
+
+// Delivery names the interrupt delivery path, as the accounting reports it:
+// "avic" or "plain".
+func (c *Config) Delivery() string {
+	if c.AVIC {
+		return "avic"
+	}
+	return "plain"
 }
 
 // DefaultMemSize is the RAM of a VM when none is asked for.
