@@ -28,6 +28,7 @@ func TestCauseNamesUnique(t *testing.T) {
 // the marker exits themselves.
 func TestSections(t *testing.T) {
 	a := NewVM(2)
+	a.Delivery = "avic"
 	a.CPUs[0].Exit(CauseHLT) // before: not in the section
 	a.CPUs[0].Exit(CausePIOMark)
 	a.Mark(0, 7)
@@ -56,12 +57,15 @@ func TestSections(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
+	if back.Delivery != "avic" {
+		t.Errorf("JSON delivery %q, want avic", back.Delivery)
+	}
 	if back.Total.Exits != 7 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
 		t.Errorf("JSON round trip: %+v", back.Total)
 	}
 	buf.Reset()
 	r.WriteTable(&buf)
-	for _, want := range []string{"exits per vCPU", "section 7", "msr_x2apic_eoi_write"} {
+	for _, want := range []string{"delivery: avic", "exits per vCPU", "section 7", "msr_x2apic_eoi_write"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

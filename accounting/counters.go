@@ -14,7 +14,7 @@ type VCPU struct {
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
 	Injected     atomic.Uint64              // vectors injected with KVM_INTERRUPT
 	NMIs         atomic.Uint64              // NMIs injected
-	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU
+	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU: AVIC's doorbells
 	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
 	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
 }

@@ -12,6 +12,9 @@ import (
 // Report is the accounting of a finished (or running) VM in a form for
 // people and programs. Only non-zero counters appear in its maps.
 type Report struct {
+	// Delivery is the interrupt delivery path: "plain" or "avic" (empty
+	// when the VM did not say).
+	Delivery string            `json:"delivery,omitempty"`
 	CPUs     []CPUReport       `json:"cpus"`
 	Total    CPUReport         `json:"total"`
 	Sections []SectionReport   `json:"sections,omitempty"`
@@ -89,7 +92,7 @@ func cpuReports(snaps []Snapshot) ([]CPUReport, CPUReport) {
 
 // Report builds the report of the VM's counters now.
 func (a *VM) Report() Report {
-	var r Report
+	r := Report{Delivery: a.Delivery}
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
 	r.Platform = a.Platform.Report()
 	for _, s := range a.Sections() {
@@ -186,9 +189,12 @@ func writeCounts(w io.Writer, title string, m map[string]uint64) {
 	tw.Flush()
 }
 
-// WriteTable prints the per-vCPU table, the exits by cause, the IPIs by
+// WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.
 func (r Report) WriteTable(w io.Writer) {
+	if r.Delivery != "" {
+		fmt.Fprintf(w, "delivery: %s\n", r.Delivery)
+	}
 	fmt.Fprintln(w, "exits per vCPU")
 	writeCPUTable(w, r.CPUs, r.Total)
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)

@@ -9,6 +9,9 @@ import (
 type VM struct {
 	CPUs     []VCPU
 	Platform Platform
+	// Delivery names the VM's interrupt delivery path for the report
+	// ("plain" or "avic"); set once before the vCPUs run.
+	Delivery string
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int

@@ -83,27 +83,39 @@ func TestCLIBadInput(t *testing.T) {
 	}
 }
 
-// TestCLIRunJSON runs a guest through the command and reads its JSON report.
+// TestCLIRunJSON runs a guest through the command and reads its JSON report,
+// on the plain delivery path and with --avic.
 func TestCLIRunJSON(t *testing.T) {
 	needKVM(t)
 	bin := govmmBin(t)
-	js := filepath.Join(t.TempDir(), "acct.json")
-	cmd := exec.Command(bin, "run", "--cpus", "2", "--json", js, filepath.Join(guestDir(t), "smp.elf"))
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("exit %v, want the guest's PASS status 1\n%s", err, out)
-	}
-	for _, want := range []string{"PASS smp", "exits per vCPU", "mmio_apic_icr_write", "all_excluding_self"} {
-		if !bytes.Contains(out, []byte(want)) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	data, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(data, []byte(`"mmio_apic_icr_write": 2`)) {
-		t.Errorf("JSON lacks the BSP's two ICR writes:\n%s", data)
+	for _, delivery := range []string{"plain", "avic"} {
+		t.Run(delivery, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "acct.json")
+			args := []string{"run", "--cpus", "2", "--json", js}
+			if delivery == "avic" {
+				args = append(args, "--avic")
+			}
+			cmd := exec.Command(bin, append(args, filepath.Join(guestDir(t), "smp.elf"))...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit %v, want the guest's PASS status 1\n%s", err, out)
+			}
+			for _, want := range []string{"PASS smp", "delivery: " + delivery, "exits per vCPU", "mmio_apic_icr_write", "all_excluding_self"} {
+				if !bytes.Contains(out, []byte(want)) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			data, err := os.ReadFile(js)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(data, []byte(`"mmio_apic_icr_write": 2`)) {
+				t.Errorf("JSON lacks the BSP's two ICR writes:\n%s", data)
+			}
+			if !bytes.Contains(data, []byte(`"delivery": "`+delivery+`"`)) {
+				t.Errorf("JSON lacks \"delivery\": %q:\n%.300s", delivery, data)
+			}
+		})
 	}
 }

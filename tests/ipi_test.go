@@ -72,13 +72,46 @@ func expectFor(mode string, n int) ipiExpect {
 //     IPI or NMI (plus, rarely, one spurious kick exit when the kicking
 //     thread is preempted between immediate_exit and its signal: counted
 //     apart); a halted one none (it is woken, not kicked).
-func TestIPIExitCounts(t *testing.T) {
+func TestIPIExitCounts(t *testing.T) { testIPIExitCounts(t, false) }
+
+// TestIPIExitCountsAVIC is TestIPIExitCounts with AVIC-style delivery
+// (vmm.Config.AVIC), which implies PV EOI, and the guest using it
+// (pveoi=1): the same exact exits, except that no EOI exits at all (each
+// EOI is a PV EOI: as many over the run as interrupts injected) and a
+// spinning receiver takes only its kick.
+func TestIPIExitCountsAVIC(t *testing.T) { testIPIExitCounts(t, true) }
+
+func testIPIExitCounts(t *testing.T, avic bool) {
 	for _, mode := range ipiModes {
 		for _, n := range cpuCounts {
 			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
 				e := expectFor(mode, n)
-				g := runGuest(t, "ipi.elf", n, e.x2, fmt.Sprintf("mode=%s rounds=%d", mode, rounds))
+				cmd := fmt.Sprintf("mode=%s rounds=%d", mode, rounds)
+				var edit func(*vmm.Config)
+				if avic {
+					cmd += " pveoi=1"
+					edit = func(c *vmm.Config) { c.AVIC = true }
+				}
+				g := runGuestWith(t, "ipi.elf", n, e.x2, cmd, edit)
 				checkKVMAgrees(t, g)
+				if want := map[bool]string{false: "plain", true: "avic"}[avic]; g.Report.Delivery != want {
+					t.Errorf("report says delivery %q, want %q", g.Report.Delivery, want)
+				}
+				if avic {
+					for _, c := range g.Report.CPUs {
+						if c.PVEOIs != c.Injected {
+							t.Errorf("CPU %d: %d PV EOIs for %d injections", c.CPU, c.PVEOIs, c.Injected)
+						}
+					}
+				}
+				// eoiExits is how many EOI exits a receiver of want
+				// interrupts takes: none when each is a PV EOI.
+				eoiExits := func(want uint64) uint64 {
+					if avic {
+						return 0
+					}
+					return want
+				}
 				icrW := accounting.APICCause(e.x2, true, uint16(vlapic.RegICR))
 				icrR := accounting.APICCause(false, false, uint16(vlapic.RegICR))
 				icr2W := accounting.APICCause(false, true, uint16(vlapic.RegICR2))
@@ -113,10 +146,10 @@ func TestIPIExitCounts(t *testing.T) {
 					}
 					if sec == 3 {
 						// The broadcast destination includes the BSP: it EOIs it.
-						if got := exits(bsp, eoi); got != rounds {
-							t.Errorf("section 3: BSP EOIs = %d, want %d", got, rounds)
+						if got := exits(bsp, eoi); got != eoiExits(rounds) {
+							t.Errorf("section 3: BSP EOIs = %d, want %d", got, eoiExits(rounds))
 						}
-						wantTotal += rounds
+						wantTotal += eoiExits(rounds)
 					}
 					if bsp.Exits != wantTotal {
 						t.Errorf("section %d: BSP took %d exits, want exactly %d: %v", sec, bsp.Exits, wantTotal, bsp.ByCause)
@@ -134,8 +167,8 @@ func TestIPIExitCounts(t *testing.T) {
 						case sec <= 2 && ap.CPU <= e.members:
 							want = rounds
 						}
-						if got := exits(ap, eoi); got != want {
-							t.Errorf("section %d: CPU %d EOIs = %d, want %d", sec, ap.CPU, got, want)
+						if got := exits(ap, eoi); got != eoiExits(want) {
+							t.Errorf("section %d: CPU %d EOIs = %d, want %d", sec, ap.CPU, got, eoiExits(want))
 						}
 						if ap.Injected != want {
 							t.Errorf("section %d: CPU %d got %d interrupts, want %d", sec, ap.CPU, ap.Injected, want)
@@ -147,8 +180,8 @@ func TestIPIExitCounts(t *testing.T) {
 							if ap.NMIs != nmis {
 								t.Errorf("section %d: CPU %d NMIs = %d, want %d", sec, ap.CPU, ap.NMIs, nmis)
 							}
-							if spinner && ap.Exits-exits(ap, accounting.CauseKickSpurious) != kicks+want {
-								t.Errorf("section %d: spinning CPU %d took %d exits, want %d: %v", sec, ap.CPU, ap.Exits, kicks+want, ap.ByCause)
+							if spinner && ap.Exits-exits(ap, accounting.CauseKickSpurious) != kicks+eoiExits(want) {
+								t.Errorf("section %d: spinning CPU %d took %d exits, want %d: %v", sec, ap.CPU, ap.Exits, kicks+eoiExits(want), ap.ByCause)
 							}
 						}
 					}

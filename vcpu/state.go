@@ -5,8 +5,10 @@
 //
 // The path of an IPI through this package: the guest's ICR write exits
 // (MMIO or WRMSR) -> handleMMIO/handleMSR -> vlapic -> the target LAPIC's IRR
-// -> vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
-// target's loop -> inject (KVM_INTERRUPT).
+// (with AVIC-style delivery: its IRR backing page, no target lock) ->
+// vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
+// target's loop, which folds the backing page as it looks for a vector ->
+// inject (KVM_INTERRUPT).
 package vcpu
 
 import "fmt"

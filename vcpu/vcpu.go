@@ -176,8 +176,11 @@ func (v *VCPU) Run() error {
 // kickCause tells a kick that brought work (an interrupt, NMI, INIT or
 // SIPI to act on, or the VM's end) from one that raced an exit and found
 // nothing: the kick protocol can cost at most one such spurious exit.
+// A PV EOI the guest has done is completed first, as prepareEntry will:
+// until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
 	v.takeEvents()
+	v.syncPVEOI()
 	_, pending := v.lapic.PendingVector()
 	if pending || v.events.NMI || v.events.INIT || v.events.SIPI || v.stopped() {
 		return accounting.CauseKick
@@ -207,7 +210,8 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 
 // prepareEntry acts on latched INIT/SIPI/NMI and injects the highest
 // deliverable vector, or asks KVM for an interrupt window when the guest
-// cannot take it now. It returns errStop if the VM ended while the vCPU
+// cannot take it now. Its PendingVector calls fold the LAPIC's AVIC backing
+// page, so every vector posted before the last one runs is seen here. It returns errStop if the VM ended while the vCPU
 // was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
@@ -266,7 +270,9 @@ func (v *VCPU) takeEvents() {
 }
 
 // halt sleeps after HLT until an interrupt the guest can take (IF set),
-// an NMI or an INIT arrives. It returns false when the VM ends.
+// an NMI or an INIT arrives. It returns false when the VM ends. The wake
+// check (PendingVector) folds the AVIC backing page, and senders post
+// before they notify, so a posted IPI always ends the sleep.
 func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))

@@ -21,6 +21,15 @@
 // the Sink and EOIHandler are always called with no LAPIC lock held. The
 // routing tables are rebuilt copy-on-write when an ID, LDR, DFR or mode
 // changes and read with one atomic load per delivery.
+//
+// Two delivery paths, chosen per Bus (Options.AVIC): plain, where every
+// accepted interrupt sets the target's IRR under the target's mutex; and
+// AVIC-style (avic.go), where fixed and lowest-priority edge interrupts are
+// posted to the target's IRR backing page with an atomic OR and no target
+// lock, and the target folds the page into IRR under its own mutex before
+// it looks for a deliverable interrupt. Both paths notify the Sink after the
+// interrupt is visible, so a target that looks after the notification
+// always finds it.
 package vlapic
 
 import "errors"
@@ -138,6 +147,10 @@ type Options struct {
 	// X2APIC reports whether CPUID advertises x2APIC; without it
 	// APIC_BASE.EXTD is a reserved bit (#GP).
 	X2APIC bool
+	// AVIC selects AVIC-style delivery (avic.go): fixed and
+	// lowest-priority edge interrupts are posted to the target's IRR
+	// backing page without taking its lock. false is the plain path.
+	AVIC bool
 }
 
 // Events are the non-vectored things a LAPIC has latched for its vCPU.

@@ -60,6 +60,7 @@ func (a *LAPIC) SetBase(v uint64) error {
 	a.base = v
 	rebuild := false
 	if mode != old {
+		a.foldLocked() // posted vectors are accepted or dropped by the old mode
 		a.mode = mode
 		switch mode {
 		case ModeDisabled:

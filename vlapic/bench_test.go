@@ -1,16 +1,19 @@
 // Benchmarks of the IPI path: x2APIC ICR write -> delivery -> receiver
-// acknowledge and EOI, for unicast, shorthand multicast and cluster sweeps.
+// acknowledge and EOI, for unicast, shorthand multicast and cluster sweeps,
+// each on the plain and the AVIC delivery path (sub-benchmarks .../plain
+// and .../avic).
 
 package vlapic
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 )
 
 // benchBus is n software-enabled x2APIC LAPICs with a counting sink.
-func benchBus(b *testing.B, n int) *Bus {
-	bus := NewBus(n, &fakeClock{}, &countSink{}, Options{X2APIC: true})
+func benchBus(b *testing.B, n int, avic bool) *Bus {
+	bus := NewBus(n, &fakeClock{}, &countSink{}, Options{X2APIC: true, AVIC: avic})
 	for i := range n {
 		a := bus.LAPIC(i)
 		must(b, a.SetBase(a.Base()|BaseEXTD))
@@ -20,6 +23,19 @@ func benchBus(b *testing.B, n int) *Bus {
 }
 
 var benchSizes = []int{1, 16, 256, 1024}
+
+// benchPaths are the delivery paths every benchmark compares.
+var benchPaths = []struct {
+	name string
+	avic bool
+}{{"plain", false}, {"avic", true}}
+
+// runPaths runs fn as one sub-benchmark per delivery path, named prefix/path.
+func runPaths(b *testing.B, prefix string, fn func(b *testing.B, avic bool)) {
+	for _, p := range benchPaths {
+		b.Run(prefix+"/"+p.name, func(b *testing.B) { fn(b, p.avic) })
+	}
+}
 
 // ackEOI is the receiver's half: INTA then EOI, keeping IRR drained.
 func ackEOI(a *LAPIC) {
@@ -32,8 +48,8 @@ func ackEOI(a *LAPIC) {
 // to each CPU in turn, plus the receiver's acknowledge and EOI.
 func BenchmarkICRUnicast(b *testing.B) {
 	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("cpus=%d", n), func(b *testing.B) {
-			bus := benchBus(b, n)
+		runPaths(b, fmt.Sprintf("cpus=%d", n), func(b *testing.B, avic bool) {
+			bus := benchBus(b, n, avic)
 			src := bus.LAPIC(0)
 			b.ReportAllocs()
 			i := 0
@@ -54,8 +70,8 @@ func BenchmarkICRUnicast(b *testing.B) {
 // mode does); then every receiver acknowledges and EOIs.
 func BenchmarkICRMulticastAll(b *testing.B) {
 	for _, n := range benchSizes {
-		b.Run(fmt.Sprintf("shorthand/cpus=%d", n), func(b *testing.B) {
-			bus := benchBus(b, n)
+		runPaths(b, fmt.Sprintf("shorthand/cpus=%d", n), func(b *testing.B, avic bool) {
+			bus := benchBus(b, n, avic)
 			src := bus.LAPIC(0)
 			icr := uint64(AllIncludingSelf)<<18 | 0x40
 			b.ReportAllocs()
@@ -68,8 +84,8 @@ func BenchmarkICRMulticastAll(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("cluster/cpus=%d", n), func(b *testing.B) {
-			bus := benchBus(b, n)
+		runPaths(b, fmt.Sprintf("cluster/cpus=%d", n), func(b *testing.B, avic bool) {
+			bus := benchBus(b, n, avic)
 			src := bus.LAPIC(0)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -91,11 +107,47 @@ func BenchmarkICRMulticastAll(b *testing.B) {
 // BenchmarkDeliverUnicast is Bus.Deliver alone (a device MSI), no drain
 // needed: the same IRR bit is set again.
 func BenchmarkDeliverUnicast(b *testing.B) {
-	bus := benchBus(b, 1024)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		bus.Deliver(fixed(0x40, Physical, uint32(i%1024)))
-		i++
-	}
+	runPaths(b, "cpus=1024", func(b *testing.B, avic bool) {
+		bus := benchBus(b, 1024, avic)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			bus.Deliver(fixed(0x40, Physical, uint32(i%1024)))
+			i++
+		}
+	})
+}
+
+// BenchmarkICRToBusyTarget is the sender's side of a unicast IPI while the
+// target's vCPU thread keeps taking its own LAPIC's lock (a goroutine
+// acknowledging and EOIing in a loop, as a vCPU looking for interrupts
+// does): on the plain path the sender contends for that lock, on the AVIC
+// path it posts without it.
+func BenchmarkICRToBusyTarget(b *testing.B) {
+	runPaths(b, "cpus=16", func(b *testing.B, avic bool) {
+		bus := benchBus(b, 16, avic)
+		src, dst := bus.LAPIC(0), bus.LAPIC(1)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ackEOI(dst)
+			}
+		}()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := src.WriteMSR(msr(RegICR), 1<<32|0x40); err != nil {
+				b.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+	})
 }

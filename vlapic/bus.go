@@ -15,6 +15,7 @@ type Bus struct {
 	busHz  uint64
 	tscHz  uint64
 	x2apic bool
+	avic   bool // Options.AVIC; fixed for the Bus's life
 
 	lapics []LAPIC
 
@@ -45,6 +46,7 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		busHz:  opts.BusHz,
 		tscHz:  opts.TSCHz,
 		x2apic: opts.X2APIC,
+		avic:   opts.AVIC,
 		lapics: make([]LAPIC, n),
 	}
 	if b.busHz == 0 {

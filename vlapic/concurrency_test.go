@@ -1,4 +1,5 @@
-// A race test: many senders, many receivers, every interrupt exactly once.
+// A race test: many senders, many receivers, every interrupt exactly once,
+// on the plain and the AVIC delivery path.
 
 package vlapic
 
@@ -21,17 +22,29 @@ func (s chanSink) Notify(cpu int) {
 }
 
 // TestConcurrentDelivery has senders deliver to every LAPIC (from devices
-// and through ICR writes, physical and logical, edge and level) while each
-// LAPIC's "vCPU" acknowledges and EOIs, and checks that every interrupt is
-// received exactly once. A sender has at most one interrupt in flight per
-// (sender, target), so none may coalesce in IRR.
+// and through ICR writes, physical and logical, fixed and lowest priority,
+// edge and level) while each LAPIC's "vCPU" acknowledges and EOIs, and
+// checks that every interrupt is received exactly once. A sender has at most
+// one interrupt in flight per (sender, target), so none may coalesce in IRR
+// or on the AVIC backing page. In AVIC mode the edge senders post without
+// the target's lock while the level sender takes it, so the receivers fold
+// concurrently with both.
 func TestConcurrentDelivery(t *testing.T) {
-	const n, senders, per = 16, 4, 300
+	for _, mode := range []struct {
+		name string
+		avic bool
+	}{{"plain", false}, {"avic", true}} {
+		t.Run(mode.name, func(t *testing.T) { testConcurrentDelivery(t, mode.avic) })
+	}
+}
+
+func testConcurrentDelivery(t *testing.T, avic bool) {
+	const n, senders, per = 16, 5, 300
 	sink := make(chanSink, n)
 	for i := range sink {
 		sink[i] = make(chan struct{}, 1)
 	}
-	b := NewBus(n, &fakeClock{}, sink, Options{X2APIC: true})
+	b := NewBus(n, &fakeClock{}, sink, Options{X2APIC: true, AVIC: avic})
 	for i := range n {
 		a := b.LAPIC(i)
 		must(t, a.SetBase(a.Base()|BaseEXTD))
@@ -103,6 +116,8 @@ func TestConcurrentDelivery(t *testing.T) {
 					accepted = eff.Targets
 				case 3: // level-triggered
 					accepted = b.Deliver(Message{Vector: v, Trigger: Level, Assert: true, Dest: uint32(cpu), Source: -1})
+				case 4: // lowest priority, one possible target
+					accepted = b.Deliver(Message{Vector: v, Delivery: LowestPriority, Dest: uint32(cpu), Source: -1})
 				}
 				if accepted != 1 {
 					t.Errorf("sender %d to %d: accepted %d", s, cpu, accepted)

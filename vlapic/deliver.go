@@ -66,8 +66,18 @@ func (b *Bus) deliverLowest(m *Message) int {
 //   - NMI, INIT, SIPI and ExtINT are latched as Events even when the LAPIC
 //     is software-disabled. INIT discards a latched SIPI; an INIT level
 //     de-assert is ignored. SMI is accepted and dropped.
+//
+// In AVIC mode a fixed or lowest-priority edge interrupt with a legal
+// vector is posted lock-free (postEdge); everything else takes the locked
+// path below, which folds the posted vectors first so that a level
+// interrupt's TMR bit is never cleared by an edge interrupt that came
+// before it.
 func (a *LAPIC) accept(m *Message) (acc, notify bool) {
+	if a.bus.avic && m.Trigger == Edge && (m.Delivery == Fixed || m.Delivery == LowestPriority) && m.Vector >= 16 {
+		return a.postEdge(m.Vector)
+	}
 	a.mu.Lock()
+	a.foldLocked()
 	if a.mode == ModeDisabled {
 		a.mu.Unlock()
 		return false, false

@@ -111,7 +111,7 @@ func FuzzMMIO(f *testing.F) {
 	f.Add([]byte{7, 1, 0x51, 0x03, 2, 6, 2, 0xE0, 0, 4, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &fakeClock{}
-		b := NewBus(3, c, nil, Options{X2APIC: true})
+		b := NewBus(3, c, nil, testOptions(Options{X2APIC: true}))
 		o := fuzzops.New(data)
 		for n := 0; o.More() && n < 200; n++ {
 			switch op := o.U8() % 8; op {
@@ -142,7 +142,7 @@ func FuzzMSR(f *testing.F) {
 	f.Add([]byte{7, 0, 0x1B, 0, 6, 0, 0x1B, 0, 0, 0x0C, 0xE0, 0xFE, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &fakeClock{tscBase: 1 << 40}
-		b := NewBus(3, c, nil, Options{X2APIC: true})
+		b := NewBus(3, c, nil, testOptions(Options{X2APIC: true}))
 		o := fuzzops.New(data)
 		for n := 0; o.More() && n < 200; n++ {
 			switch op := o.U8() % 8; op {
@@ -180,7 +180,7 @@ func FuzzDecodeICR(f *testing.F) {
 	f.Add(uint64(0xFF00_0000_000C_4500), false, int8(1), uint8(3))
 	f.Add(uint64(0x0001_0003_0000_0940), true, int8(-1), uint8(5))
 	f.Fuzz(func(t *testing.T, icr uint64, x2 bool, src int8, setup uint8) {
-		b := NewBus(40, &fakeClock{}, &countSink{}, Options{X2APIC: true})
+		b := NewBus(40, &fakeClock{}, &countSink{}, testOptions(Options{X2APIC: true}))
 		for i := range b.Len() {
 			a := b.LAPIC(i)
 			if setup&1 != 0 {

@@ -6,6 +6,7 @@ package vlapic
 
 import (
 	"encoding/binary"
+	"flag"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,16 @@ type countSink struct{ n atomic.Int64 }
 
 func (s *countSink) Notify(int) { s.n.Add(1) }
 
+// avicFlag runs the tests and fuzz targets that build their Bus with
+// testOptions on the AVIC path: go test ./vlapic/ -args -avic.
+var avicFlag = flag.Bool("avic", false, "build test buses with Options.AVIC (AVIC-style delivery)")
+
+// testOptions is o with the delivery path the test run asks for.
+func testOptions(o Options) Options {
+	o.AVIC = *avicFlag
+	return o
+}
+
 type testBus struct {
 	*Bus
 	clock *fakeClock
@@ -61,7 +72,7 @@ func newBus(t testing.TB, n int, x2 bool) *testBus {
 	t.Helper()
 	c := &fakeClock{tscBase: 1_000_000}
 	s := &recSink{}
-	b := NewBus(n, c, s, Options{X2APIC: true})
+	b := NewBus(n, c, s, testOptions(Options{X2APIC: true}))
 	for i := range n {
 		a := b.LAPIC(i)
 		if x2 {

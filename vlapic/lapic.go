@@ -13,11 +13,14 @@ import (
 // LAPIC is one vCPU's local APIC.
 //
 // Locking rule: every register, the IRR/ISR/TMR bitmaps, the timer and the
-// latched Events are guarded by mu; Bus.Deliver takes the target's mu to set
-// an IRR bit, so IRR updates are never lock-free. key, fixedOK and ppr are
-// atomic mirrors written under mu and read without it by the Bus (routing
-// rebuilds and lowest-priority arbitration), so that no path ever holds two
-// LAPIC locks.
+// latched Events are guarded by mu. On the plain path Bus.Deliver takes the
+// target's mu to set an IRR bit. In AVIC mode a fixed or lowest-priority
+// edge interrupt is instead ORed into pir by the sender with no lock, and
+// only a holder of mu takes bits out of pir (foldLocked, which every method
+// that reads IRR or looks for a pending vector calls first). key, fixedOK
+// and ppr are atomic mirrors written under mu and read without it by the
+// Bus (routing rebuilds, lowest-priority arbitration and AVIC posting), so
+// that no path ever holds two LAPIC locks.
 type LAPIC struct {
 	bus *Bus
 	cpu int
@@ -26,6 +29,7 @@ type LAPIC struct {
 	fixedOK atomic.Bool   // enabled in hardware and software: takes Fixed
 	ppr     atomic.Uint32 // mirror of pprv
 	lpWins  atomic.Uint64 // lowest-priority interrupts won, for tie-breaking
+	pir     pir           // AVIC IRR backing page: any sender ORs, mu holders fold
 
 	mu     sync.Mutex
 	base   uint64
@@ -59,6 +63,7 @@ func (a *LAPIC) resetLocked() {
 	a.svr = 0xFF
 	a.tpr = 0
 	a.irr, a.isr, a.tmr = vec256{}, vec256{}, vec256{}
+	a.pir.discard()
 	a.esr, a.esrAcc = 0, 0
 	for i := range a.lvt {
 		a.lvt[i] = lvtMasked

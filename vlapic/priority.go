@@ -16,8 +16,10 @@ func (a *LAPIC) updatePPRLocked() {
 }
 
 // pendingLocked returns the highest IRR vector whose priority class is above
-// PPR's, if the LAPIC is enabled in hardware and software.
+// PPR's, if the LAPIC is enabled in hardware and software. It folds the
+// AVIC backing page first, so a posted vector counts as requested.
 func (a *LAPIC) pendingLocked() (uint8, bool) {
+	a.foldLocked()
 	if a.mode == ModeDisabled || a.svr&svrEnable == 0 {
 		return 0, false
 	}
@@ -30,6 +32,9 @@ func (a *LAPIC) pendingLocked() (uint8, bool) {
 
 // PendingVector returns the vector the LAPIC would present to its CPU now,
 // if any: the highest requested vector whose priority class is above PPR's.
+// Vectors posted to the AVIC backing page are folded into IRR first: the
+// VMM's checks before entry and on halt see every interrupt delivered
+// before the Sink was notified.
 func (a *LAPIC) PendingVector() (uint8, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -53,7 +58,8 @@ func (a *LAPIC) Acknowledge() (uint8, bool) {
 // AcknowledgePV is Acknowledge that also says whether the vector may end
 // with a paravirtual EOI (KVM's PV EOI rule, apic_sync_pv_eoi_to_guest):
 // it is edge-triggered (TMR clear: no IOAPIC waits for its EOI) and nothing
-// else is requested in IRR, so a lazy EOI cannot hold anything back.
+// else is requested in IRR or posted to the AVIC backing page, so a lazy
+// EOI cannot hold anything back.
 func (a *LAPIC) AcknowledgePV() (v uint8, ok, pvEOI bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -65,7 +71,7 @@ func (a *LAPIC) AcknowledgePV() (v uint8, ok, pvEOI bool) {
 	a.isr.set(v)
 	a.updatePPRLocked()
 	_, more := a.irr.highest()
-	return v, true, !a.tmr.test(v) && !more
+	return v, true, !a.tmr.test(v) && !more && !a.pir.any()
 }
 
 // EOI ends the highest in-service interrupt, as a write of 0 to the EOI

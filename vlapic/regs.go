@@ -94,6 +94,7 @@ func (a *LAPIC) readLocked(r Register, x2 bool) (v uint32, ok bool) {
 	case r >= RegTMR0 && r < RegTMR0+8:
 		return a.tmr[r-RegTMR0], true
 	case r >= RegIRR0 && r < RegIRR0+8:
+		a.foldLocked()
 		return a.irr[r-RegIRR0], true
 	case r == RegESR:
 		return a.esr, true
@@ -163,6 +164,7 @@ func (a *LAPIC) writeLocked(r Register, v uint32, x2 bool, p *post) {
 			p.rebuild = a.publishLocked()
 		}
 	case RegSVR:
+		a.foldLocked() // posted vectors are accepted or dropped by the old state
 		a.svr = v & 0x3FF
 		if a.svr&svrEnable == 0 {
 			for i := range a.lvt {

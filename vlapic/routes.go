@@ -2,7 +2,9 @@
 // tables that make it O(destinations).
 //
 // The tables are rebuilt whole, copy-on-write, whenever a LAPIC's ID, LDR,
-// DFR or mode changes; Deliver loads them with one atomic read.
+// DFR or mode changes; Deliver loads them with one atomic read. They are
+// govmm's counterpart of AMD AVIC's physical and logical APIC ID tables
+// (avic.go): senders on both delivery paths read them without a lock.
 //   - All enabled LAPICs in x2APIC mode: x2APIC IDs are the CPU index and
 //     read-only, and the LDR is derived from the ID, so the physical table
 //     and the cluster -> [16]cpu table are the identity: physical ID i is

@@ -4,24 +4,28 @@
 package vlapic
 
 // State is a copy of a LAPIC's registers at one instant. IRR, ISR and TMR
-// are in register order: bit v%32 of word v/32 is vector v.
+// are in register order: bit v%32 of word v/32 is vector v. IRR includes the
+// vectors posted to the AVIC backing page and not yet folded, which Posted
+// lists apart.
 type State struct {
-	CPU   int
-	ID    uint32
-	LDR   uint32
-	DFR   uint32
-	Mode  Mode
-	Base  uint64
-	TPR   uint32
-	PPR   uint32
-	SVR   uint32
-	IRR   [8]uint32
-	ISR   [8]uint32
-	TMR   [8]uint32
-	ESR   uint32
-	ICR   uint64
-	LVT   LVTs
-	Timer TimerState
+	CPU  int
+	ID   uint32
+	LDR  uint32
+	DFR  uint32
+	Mode Mode
+	Base uint64
+	TPR  uint32
+	PPR  uint32
+	SVR  uint32
+	IRR  [8]uint32
+	// Posted is the AVIC IRR backing page (always empty in plain mode).
+	Posted [8]uint32
+	ISR    [8]uint32
+	TMR    [8]uint32
+	ESR    uint32
+	ICR    uint64
+	LVT    LVTs
+	Timer  TimerState
 	// Events latched and not yet taken.
 	Events Events
 }
@@ -47,21 +51,27 @@ func (a *LAPIC) Snapshot() State {
 	now := a.bus.clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	posted := a.pir.peek()
+	irr := a.irr
+	for i := range irr {
+		irr[i] |= posted[i]
+	}
 	return State{
-		CPU:  a.cpu,
-		ID:   a.idLocked(),
-		LDR:  a.ldr,
-		DFR:  a.dfr,
-		Mode: a.mode,
-		Base: a.base,
-		TPR:  a.tpr,
-		PPR:  a.pprv,
-		SVR:  a.svr,
-		IRR:  a.irr,
-		ISR:  a.isr,
-		TMR:  a.tmr,
-		ESR:  a.esr,
-		ICR:  a.icr,
+		CPU:    a.cpu,
+		ID:     a.idLocked(),
+		LDR:    a.ldr,
+		DFR:    a.dfr,
+		Mode:   a.mode,
+		Base:   a.base,
+		TPR:    a.tpr,
+		PPR:    a.pprv,
+		SVR:    a.svr,
+		IRR:    irr,
+		Posted: posted,
+		ISR:    a.isr,
+		TMR:    a.tmr,
+		ESR:    a.esr,
+		ICR:    a.icr,
 		LVT: LVTs{
 			CMCI: a.lvt[lvtCMCI], Timer: a.lvt[lvtTimer], Thermal: a.lvt[lvtThermal],
 			Perf: a.lvt[lvtPerf], LINT0: a.lvt[lvtLINT0], LINT1: a.lvt[lvtLINT1],

@@ -58,6 +58,12 @@ type Config struct {
 	PVIPI bool
 	// PVEOI advertises KVM's PV EOI, served by govmm (edge EOIs without exits).
 	PVEOI bool
+	// AVIC selects AVIC-style interrupt delivery (vlapic.Options.AVIC):
+	// fixed and lowest-priority edge interrupts are posted to the target's
+	// IRR backing page without its lock. It implies PVEOI, so that an edge
+	// EOI costs no exit either when the guest uses PV EOI. false is the
+	// plain path, kept for comparison on the same guest.
+	AVIC bool
 	// SyscallDoorbell offers govmm's SYSCALL doorbell (package pvsyscall),
 	// by default only on hosts whose KVM gets SYSCALL wrong.
 	SyscallDoorbell Doorbell
@@ -76,6 +82,15 @@ type Config struct {
 	// own (its bytes are dropped).
 	ConsoleInput io.Reader
 	KVMPath      string // default /dev/kvm
+}
+
+// Delivery names the interrupt delivery path, as the accounting reports it:
+// "avic" or "plain".
+func (c *Config) Delivery() string {
+	if c.AVIC {
+		return "avic"
+	}
+	return "plain"
 }
 
 // DefaultMemSize is the RAM of a VM when none is asked for.

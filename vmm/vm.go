@@ -83,6 +83,9 @@ func New(cfg Config) (vm *VM, err error) {
 	if cfg.Console == nil {
 		cfg.Console = os.Stdout
 	}
+	if cfg.AVIC {
+		cfg.PVEOI = true
+	}
 	sys, err := kvm.Open(cfg.KVMPath)
 	if err != nil {
 		return nil, err
@@ -107,6 +110,7 @@ func New(cfg Config) (vm *VM, err error) {
 		}
 	}
 	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell}
+	v.acct.Delivery = cfg.Delivery()
 	defer func() {
 		if err != nil {
 			v.Close()
@@ -215,7 +219,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return err
 	}
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
-		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn})
+		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.cpus = make([]*vcpu.VCPU, n)
 	for i := range n {

@@ -17,18 +17,20 @@ import (
 )
 
 // benchModes are the configurations 'govmm bench' compares: the four APIC
-// modes, then cluster mode with govmm's PV send-IPI, and with PV EOI too.
+// modes, then cluster mode with govmm's PV send-IPI, and with PV EOI too,
+// and cluster mode with AVIC-style delivery (which implies PV EOI).
 var benchModes = map[string]struct {
-	apic         string
-	pvIPI, pvEOI bool
+	apic               string
+	pvIPI, pvEOI, avic bool
 }{
-	"off":         {apic: "off"},
-	"physical":    {apic: "physical"},
-	"cluster":     {apic: "cluster"},
-	"mixed":       {apic: "mixed"},
-	"pv-ipi":      {apic: "cluster", pvIPI: true},
-	"pv-ipi+eoi":  {apic: "cluster", pvIPI: true, pvEOI: true},
-	"cluster+eoi": {apic: "cluster", pvEOI: true},
+	"off":          {apic: "off"},
+	"physical":     {apic: "physical"},
+	"cluster":      {apic: "cluster"},
+	"mixed":        {apic: "mixed"},
+	"pv-ipi":       {apic: "cluster", pvIPI: true},
+	"pv-ipi+eoi":   {apic: "cluster", pvIPI: true, pvEOI: true},
+	"cluster+eoi":  {apic: "cluster", pvEOI: true},
+	"cluster+avic": {apic: "cluster", avic: true},
 }
 
 var reIPIBench = regexp.MustCompile(`govmm-ipibench: section (\d+) ([^:]+): (\d+) ops, (\d+) cycles/op`)
@@ -40,7 +42,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cpuList := fs.String("cpus", "2,4", "comma-separated vCPU counts")
-	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi")
+	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi, cluster+avic")
 	ops := fs.Int("ops", 50, "operations per kind")
 	out := fs.String("out", "govmm-bench", "directory for report.md, report.csv and the SVG plots")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
@@ -104,7 +106,7 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 		return nil, err
 	}
 	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
-	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI = img, rd, con, 512<<20, bm.pvEOI
+	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = img, rd, con, 512<<20, bm.pvEOI, bm.avic
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return nil, err

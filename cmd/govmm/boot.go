@@ -41,6 +41,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
 	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
 	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
+	avic := fs.Bool("avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
 	dash := addDashFlags(fs)
 	doorbell := addDoorbellFlag(fs)
 	conIn := addConsoleFlag(fs)
@@ -92,7 +93,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		out = nil
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI = size, img, rd, con, *decomp, *pveoi
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI, cfg.AVIC = size, img, rd, con, *decomp, *pveoi, *avic
 	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
 		return 0, err
 	}
@@ -109,8 +110,8 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	report := vm.Accounting().Report()
 	st := vmm.ParseLinuxLog(con.Log())
 
-	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, guest ran %v, ended by %s\n", *mode, *cpus,
-		res.Duration.Round(time.Millisecond), res.How)
+	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", *mode, *cpus,
+		cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
 	writePhases(stdout, con.Reached())
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)

@@ -27,6 +27,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit at 0xFED90000")
 	pv := fs.Bool("pv-ipi", true, "advertise govmm's paravirtual send-IPI (one exit per multicast)")
 	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm (edge EOIs without exits)")
+	avic := fs.Bool("avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
 	quiet := fs.Bool("quiet", false, "do not print the accounting table")
@@ -63,7 +64,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: kernel, Modules: mods.mods,
 		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi,
-		ConsoleInput: in.r}
+		AVIC: *avic, ConsoleInput: in.r}
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}
