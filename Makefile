@@ -31,10 +31,10 @@ guests: deps
 # The u-root initramfs (u-root pinned in go.mod as a tool): a shell, basic
 # commands and govmm's guest programs (guest/cmd).
 INITRAMFS  := $(CACHE)/initramfs.cpio
-UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown dmesg) \
+UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown poweroff dmesg uname) \
 	$(addprefix ./,$(wildcard guest/cmd/*))
 initramfs: $(INITRAMFS)
-$(INITRAMFS): go.mod go.sum $(shell find guest/cmd -name '*.go')
+$(INITRAMFS): Makefile go.mod go.sum $(shell find guest/cmd -name "*.go")
 	@mkdir -p $(dir $@)
 	$(GO) tool u-root -o $@.tmp $(UROOT_CMDS)
 	@mv $@.tmp $@

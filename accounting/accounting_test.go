@@ -48,6 +48,9 @@ func TestSections(t *testing.T) {
 	if got := secs[0].CPUs[1].Total(); got != 2 {
 		t.Errorf("CPU 1 section exits = %d, want 2", got)
 	}
+	if all, own, _, _ := a.LastSection(1); all != 3 || own != 2 {
+		t.Errorf("LastSection(1) exits all %d own %d, want 3 and 2", all, own)
+	}
 	r := a.Report()
 	var buf bytes.Buffer
 	if err := r.WriteJSON(&buf); err != nil {

@@ -65,3 +65,27 @@ func (a *VM) Sections() []Section {
 	defer a.mu.Unlock()
 	return append([]Section(nil), a.sections...)
 }
+
+// LastSection sums the last closed section: exits of all vCPUs, exits of
+// cpu, IPIs delivered and IPIs sent (all kinds). Zeros before any section.
+func (a *VM) LastSection(cpu int) (all, own, delivered, sent uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.sections) == 0 {
+		return 0, 0, 0, 0
+	}
+	sec := a.sections[len(a.sections)-1]
+	for i, s := range sec.CPUs {
+		for _, n := range s.Exits {
+			all += n
+			if i == cpu {
+				own += n
+			}
+		}
+		for k := range s.IPIDelivered {
+			delivered += s.IPIDelivered[k]
+			sent += s.IPISent[k]
+		}
+	}
+	return all, own, delivered, sent
+}

@@ -118,3 +118,18 @@ func TestACPIPMPowerOff(t *testing.T) {
 		t.Error("SCI_EN does not read as set")
 	}
 }
+
+// TestMarkerReadBack: each read port returns its own count of the last
+// section, saturated to 32 bits.
+func TestMarkerReadBack(t *testing.T) {
+	m := &Marker{Mark: func(int, int) {}, Last: func(cpu int) (uint64, uint64, uint64, uint64) {
+		return 100, uint64(cpu), 1 << 40, 7
+	}}
+	for port, want := range map[uint16]uint32{0x660: 100, 0x664: 3, 0x668: 0xFFFFFFFF, 0x66C: 7} {
+		b := make([]byte, 4)
+		m.In(3, port, b)
+		if got := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24; got != want {
+			t.Errorf("IN %#x = %d, want %d", port, got, want)
+		}
+	}
+}
