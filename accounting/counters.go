@@ -13,10 +13,17 @@ type VCPU struct {
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
 	Injected     atomic.Uint64              // vectors injected with KVM_INTERRUPT
+	InjectedVec  [256]atomic.Uint64         // the same, by vector
 	NMIs         atomic.Uint64              // NMIs injected
 	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU: AVIC's doorbells
 	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
 	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
+}
+
+// Inject counts one vector injected with KVM_INTERRUPT.
+func (v *VCPU) Inject(vector uint8) {
+	v.Injected.Add(1)
+	v.InjectedVec[vector].Add(1)
 }
 
 // Exit counts one exit of cause c.
@@ -28,6 +35,7 @@ type Snapshot struct {
 	IPISent      [NumIPIKinds]uint64
 	IPIDelivered [NumIPIKinds]uint64
 	Injected     uint64
+	InjectedVec  [256]uint64
 	NMIs         uint64
 	KicksSent    uint64
 	Wakeups      uint64
@@ -45,6 +53,9 @@ func (v *VCPU) Snapshot() Snapshot {
 		s.IPIDelivered[i] = v.IPIDelivered[i].Load()
 	}
 	s.Injected = v.Injected.Load()
+	for i := range v.InjectedVec {
+		s.InjectedVec[i] = v.InjectedVec[i].Load()
+	}
 	s.NMIs = v.NMIs.Load()
 	s.KicksSent = v.KicksSent.Load()
 	s.Wakeups = v.Wakeups.Load()
@@ -63,6 +74,9 @@ func (s Snapshot) Sub(o Snapshot) Snapshot {
 		d.IPIDelivered[i] -= o.IPIDelivered[i]
 	}
 	d.Injected -= o.Injected
+	for i := range d.InjectedVec {
+		d.InjectedVec[i] -= o.InjectedVec[i]
+	}
 	d.NMIs -= o.NMIs
 	d.KicksSent -= o.KicksSent
 	d.Wakeups -= o.Wakeups

@@ -30,10 +30,12 @@ type CPUReport struct {
 	IPISent      map[string]uint64 `json:"ipi_sent,omitempty"`
 	IPIDelivered map[string]uint64 `json:"ipi_delivered,omitempty"`
 	Injected     uint64            `json:"injected"`
-	NMIs         uint64            `json:"nmis,omitempty"`
-	KicksSent    uint64            `json:"kicks_sent"`
-	Wakeups      uint64            `json:"wakeups"`
-	PVEOIs       uint64            `json:"pv_eois,omitempty"`
+	// InjectedVec counts injections by vector ("0xfb"), non-zero ones only.
+	InjectedVec map[string]uint64 `json:"injected_by_vector,omitempty"`
+	NMIs        uint64            `json:"nmis,omitempty"`
+	KicksSent   uint64            `json:"kicks_sent"`
+	Wakeups     uint64            `json:"wakeups"`
+	PVEOIs      uint64            `json:"pv_eois,omitempty"`
 }
 
 // SectionReport is one measured section.
@@ -49,6 +51,14 @@ func cpuReport(cpu int, s Snapshot) CPUReport {
 	for c, n := range s.Exits {
 		if n != 0 {
 			r.ByCause[Cause(c).String()] = n
+		}
+	}
+	for v, n := range s.InjectedVec {
+		if n != 0 {
+			if r.InjectedVec == nil {
+				r.InjectedVec = map[string]uint64{}
+			}
+			r.InjectedVec[fmt.Sprintf("%#02x", v)] = n
 		}
 	}
 	for k := range s.IPISent {
@@ -74,6 +84,9 @@ func sum(snaps []Snapshot) Snapshot {
 			t.IPIDelivered[i] += s.IPIDelivered[i]
 		}
 		t.Injected += s.Injected
+		for i := range t.InjectedVec {
+			t.InjectedVec[i] += s.InjectedVec[i]
+		}
 		t.NMIs += s.NMIs
 		t.KicksSent += s.KicksSent
 		t.Wakeups += s.Wakeups

@@ -243,7 +243,7 @@ func (v *VCPU) prepareEntry() error {
 				if err := v.kvm.Interrupt(vec); err != nil {
 					return fmt.Errorf("injecting vector %#x: %w", vec, err)
 				}
-				v.acct.Injected.Add(1)
+				v.acct.Inject(vec)
 				if pv {
 					v.offerPVEOI()
 				}
