@@ -18,12 +18,23 @@ type VCPU struct {
 	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU: AVIC's doorbells
 	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
 	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
+	// Withdrawn counts injections taken back before the CPU took them
+	// (vcpu/syscall.go); Injected and InjectedVec do not include them.
+	Withdrawn atomic.Uint64
 }
 
 // Inject counts one vector injected with KVM_INTERRUPT.
 func (v *VCPU) Inject(vector uint8) {
 	v.Injected.Add(1)
 	v.InjectedVec[vector].Add(1)
+}
+
+// Withdraw takes back the count of an injection of vector that KVM never
+// delivered (the VMM withdrew it and will inject it again).
+func (v *VCPU) Withdraw(vector uint8) {
+	v.Injected.Add(^uint64(0))
+	v.InjectedVec[vector].Add(^uint64(0))
+	v.Withdrawn.Add(1)
 }
 
 // Exit counts one exit of cause c.

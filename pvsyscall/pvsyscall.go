@@ -44,7 +44,11 @@
 //	  RIP    = MSRSyscallEntry
 //	Everything else is left as it was (no stack switch: SYSCALL has none).
 //	A doorbell write from CPL0, or with MSRSyscallEntry 0, is an ordinary
-//	write to nothing and is ignored.
+//	write to nothing and is ignored. An external interrupt that govmm had
+//	committed for injection while user mode ran with IF=1, and that the
+//	host held back until SYSCALL trapped, is withdrawn (KVM would deliver
+//	it at CPL0 on the user stack): as SYSCALL masks IF, it waits in IRR
+//	until the kernel enables interrupts.
 //
 // What the emulating host of HOST.md leaves on the doorbell exit (measured
 // with guest/baremetal/syscall.c): RCX and R11 as the architecture says,

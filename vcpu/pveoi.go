@@ -79,6 +79,18 @@ func (v *VCPU) completePVEOI() {
 	}
 }
 
+// retractPVEOI clears the guest's bit for a vector whose injection was
+// withdrawn: it was never in service in the guest.
+func (v *VCPU) retractPVEOI() {
+	if !v.pvEOIPending {
+		return
+	}
+	v.pvEOIPending = false
+	if w := v.pvEOIWord(); w != nil {
+		atomic.AndUint32(w, ^uint32(1))
+	}
+}
+
 // offerPVEOI sets the guest's bit for the vector just injected.
 func (v *VCPU) offerPVEOI() {
 	if w := v.pvEOIWord(); w != nil {

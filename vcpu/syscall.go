@@ -43,18 +43,62 @@ func (v *VCPU) doorbell(write bool, data []byte) error {
 	if v.syscallEntry == 0 || !pvsyscall.FromUser(sregs) {
 		return nil
 	}
+	if pendingInterrupt(sregs) {
+		// KVM holds an interrupt govmm injected while user mode had IF=1
+		// and that the host did not deliver before SYSCALL trapped. KVM
+		// would deliver it at the next entry whatever RFLAGS.IF says: at
+		// CPL0 on the user stack, before the entry's first instruction.
+		// Architecturally SYSCALL came first and masked IF, so take the
+		// injection back; the vector waits in IRR until the kernel
+		// enables interrupts.
+		if err := v.withdrawInjection(); err != nil {
+			return fmt.Errorf("SYSCALL doorbell: %w", err)
+		}
+		sregs.InterruptBitmap = [4]uint64{}
+	}
 	star, err1 := v.kvm.GetMSR(pvsyscall.MSRSTAR)
 	fmask, err2 := v.kvm.GetMSR(pvsyscall.MSRFMASK)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("SYSCALL doorbell: reading STAR/FMASK: %w", firstErr(err1, err2))
 	}
 	if traceDoorbell {
-		fmt.Fprintf(os.Stderr, "doorbell cpu%d: rip %#x rcx %#x r11 %#x rflags %#x cs %#x/dpl%d ss %#x rsp %#x star %#x fmask %#x\n",
-			v.id, regs.RIP, regs.RCX, regs.R11, regs.RFLAGS, sregs.CS.Selector, sregs.CS.DPL, sregs.SS.Selector, regs.RSP, star, fmask)
+		kgs, _ := v.kvm.GetMSR(0xC0000102)
+		fmt.Fprintf(os.Stderr, "doorbell cpu%d: rip %#x rcx %#x r11 %#x rflags %#x cs %#x/dpl%d ss %#x rsp %#x star %#x fmask %#x gs %#x kgs %#x fs %#x cr3 %#x efer %#x\n",
+			v.id, regs.RIP, regs.RCX, regs.R11, regs.RFLAGS, sregs.CS.Selector, sregs.CS.DPL, sregs.SS.Selector, regs.RSP, star, fmask,
+			sregs.GS.Base, kgs, sregs.FS.Base, sregs.CR3, sregs.EFER)
 	}
 	pvsyscall.Complete(regs, sregs, star, fmask, v.syscallEntry)
+
 	run.DirtyRegs |= kvm.SyncRegsGPR | kvm.SyncRegsSregs
 	return nil
+}
+
+// withdrawInjection cancels the interrupt KVM has queued for injection and
+// gives its vector back to the LAPIC (and takes back its PV EOI offer).
+func (v *VCPU) withdrawInjection() error {
+	ev, err := v.kvm.Events()
+	if err != nil {
+		return err
+	}
+	if ev.Interrupt.Injected == 0 {
+		return nil
+	}
+	vec := ev.Interrupt.Nr
+	ev.Interrupt.Injected = 0
+	ev.Flags = 0
+	if err := v.kvm.SetEvents(ev); err != nil {
+		return err
+	}
+	v.retractPVEOI()
+	v.lapic.Unacknowledge(vec)
+	v.acct.Withdraw(vec)
+	return nil
+}
+
+// pendingInterrupt reports an external interrupt KVM has queued for
+// injection (KVM_INTERRUPT done, not yet delivered).
+func pendingInterrupt(s *kvm.Sregs) bool {
+	return s.InterruptBitmap != [4]uint64{}
 }
 
 var traceDoorbell = os.Getenv("GOVMM_TRACE_DOORBELL") != ""

@@ -49,3 +49,36 @@ func TestAcknowledgePV(t *testing.T) {
 		t.Fatalf("level vector: %#x %v %v", v, ok, pv)
 	}
 }
+
+// TestUnacknowledge: a withdrawn injection puts the vector back in IRR and
+// lowers PPR again; only the vector last acknowledged (highest in service)
+// can be withdrawn.
+func TestUnacknowledge(t *testing.T) {
+	bus := NewBus(1, nil, nil, Options{X2APIC: true})
+	a := bus.LAPIC(0)
+	a.WriteMMIO(0xF0, []byte{0xFF, 0x01, 0, 0}) // SVR: enable
+	bus.Deliver(Message{Vector: 0x40, Dest: 0, Assert: true, Source: -1})
+	bus.Deliver(Message{Vector: 0x80, Dest: 0, Assert: true, Source: -1})
+	if v, ok := a.Acknowledge(); !ok || v != 0x80 {
+		t.Fatalf("acknowledge: %#x %v", v, ok)
+	}
+	if _, ok := a.PendingVector(); ok {
+		t.Fatal("0x40 pending while 0x80 is in service")
+	}
+	a.Unacknowledge(0x40) // not in service: ignored
+	a.Unacknowledge(0x80)
+	if v, ok := a.PendingVector(); !ok || v != 0x80 {
+		t.Fatalf("after withdrawal pending %#x %v, want 0x80 again", v, ok)
+	}
+	if v, ok := a.Acknowledge(); !ok || v != 0x80 {
+		t.Fatalf("re-acknowledge: %#x %v", v, ok)
+	}
+	a.EOI()
+	if v, ok := a.Acknowledge(); !ok || v != 0x40 {
+		t.Fatalf("next: %#x %v", v, ok)
+	}
+	a.EOI()
+	if _, ok := a.Acknowledge(); ok {
+		t.Fatal("a vector delivered twice")
+	}
+}

@@ -74,6 +74,20 @@ func (a *LAPIC) AcknowledgePV() (v uint8, ok, pvEOI bool) {
 	return v, true, !a.tmr.test(v) && !more && !a.pir.any()
 }
 
+// Unacknowledge undoes Acknowledge of v when the VMM withdrew the injection
+// before the CPU took the interrupt: v, which must be the highest vector in
+// service, leaves ISR and is requested again. Anything else is ignored.
+func (a *LAPIC) Unacknowledge(v uint8) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if top, ok := a.isr.highest(); !ok || top != v {
+		return
+	}
+	a.isr.clear(v)
+	a.irr.set(v)
+	a.updatePPRLocked()
+}
+
 // EOI ends the highest in-service interrupt, as a write of 0 to the EOI
 // register does (the VMM uses it for paravirtual EOI).
 func (a *LAPIC) EOI() {

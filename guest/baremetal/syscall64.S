@@ -41,27 +41,41 @@ run_syscall64:                          /* void run_syscall64(u64 *pml4) */
 	movabs %al, DOORBELL
 	mov %rsp, sc_krsp(%rip)
 	pushq $0x2b                     /* SS: user data */
-	lea sc_ustack_top(%rip), %rax
-	push %rax
+	pushq sc_user_stack(%rip)
 	pushq $USER_RFLAGS
 	pushq $0x33                     /* CS: user code */
-	lea user(%rip), %rax
-	push %rax
+	pushq sc_user_entry(%rip)
 	iretq
 
-user:                                   /* CPL3 */
+	/* User code: position-independent, copied by the C side to the one
+	 * user-accessible 2 MiB page (kernel pages are supervisor-only, as in
+	 * Linux). */
+	.globl sc_user_start, sc_user_end
+sc_user_start:                          /* CPL3 */
 	mov $0x1111, %rcx               /* SYSCALL must overwrite both */
 	mov $0x2222, %r11
 	mov $1, %eax
 	syscall
 	.globl sc_user_ret1, sc_user_ret2
 sc_user_ret1:
+	/* An exception from user mode after a completed SYSCALL: the CPU must
+	 * switch to TSS.RSP0 and push a CPL3 frame. */
+	int3
+	.globl sc_user_bp
+sc_user_bp:
 	mov $0x3333, %rcx
 	mov $0x4444, %r11
 	mov $2, %eax
 	syscall
 sc_user_ret2:
 	ud2
+	/* The trampoline: its first instruction rings the doorbell, which
+	 * govmm answers by completing the SYSCALL. */
+	.globl sc_tramp
+sc_tramp:
+	movabs %al, DOORBELL
+	ud2
+sc_user_end:
 
 	/* LSTAR on hardware virtualization; on emulating hosts the doorbell's
 	 * MSR, reached through the trampoline below. */
@@ -69,6 +83,9 @@ sc_user_ret2:
 sc_entry:
 	pushfq                          /* before anything changes a flag */
 	popq sc_flags(%rip)
+	swapgs                          /* as Linux's entry does first */
+	mov %gs:0, %r8
+	mov %r8, sc_gsword(%rip)
 	mov %eax, %r10d
 	dec %r10d
 	cmp $1, %r10d
@@ -86,13 +103,27 @@ sc_entry:
 	incl sc_count(%rip)
 	cmp $1, %eax
 	jne 2f
+	swapgs                          /* as Linux's exit does last */
 	sysretq
-2:	mov sc_krsp(%rip), %rsp         /* second SYSCALL: back to 32-bit code */
+2:	swapgs
+	mov sc_krsp(%rip), %rsp         /* second SYSCALL: back to 32-bit code */
 	pushq $0x08
 	lea 3f(%rip), %rax
 	push %rax
 	lretq
 9:	ud2
+
+	/* #BP from user mode: record the stack it landed on and its frame. */
+	.globl sc_bp
+sc_bp:
+	mov %rsp, sc_bp_rsp(%rip)
+	push %rax
+	mov 8(%rsp), %rax
+	mov %rax, sc_bp_rip(%rip)
+	mov 16(%rsp), %rax
+	mov %rax, sc_bp_cs(%rip)
+	pop %rax
+	iretq
 
 	/* Exceptions: record the vector and the frame, then leave as after
 	 * the second SYSCALL so the C side can report what happened. */
@@ -127,15 +158,6 @@ sc_fault:
 	pop %ebx
 	ret
 
-	/* The trampoline (user-executable page): its first instruction rings
-	 * the doorbell, which govmm answers by completing the SYSCALL. */
-	.code64
-	.balign 4096
-	.globl sc_tramp
-sc_tramp:
-	movabs %al, DOORBELL
-	ud2
-	.balign 4096
 
 	.data
 	.globl sc_count, sc_rec, sc_krsp, sc_idt_ptr, gdt64_ptr, gdt64, tss64
@@ -148,6 +170,15 @@ sc_fault_vec: .quad 0xFFFF
 sc_fault_frame: .fill 6, 8, 0
 sc_krsp: .quad 0
 sc_flags: .quad 0
+	.globl sc_user_entry, sc_user_stack
+sc_user_entry: .quad 0
+sc_user_stack: .quad 0
+	.globl sc_gsword
+sc_gsword: .quad 0
+	.globl sc_bp_rsp, sc_bp_rip, sc_bp_cs
+sc_bp_rsp: .quad 0
+sc_bp_rip: .quad 0
+sc_bp_cs: .quad 0
 	.balign 16
 	.word 0, 0, 0
 sc_idt_ptr:
@@ -173,11 +204,5 @@ gdt64:	.quad 0
 	.quad 0, 0                      /* 0x38: TSS, filled by the C side */
 	.balign 16
 tss64:	.fill 26, 4, 0                  /* RSP0 at offset 4, filled by the C side */
-
-	.bss
-	.balign 16
-	.globl sc_ustack_top
-	.skip 4096
-sc_ustack_top:
 
 	.section .note.GNU-stack, "", @progbits
