@@ -9,9 +9,12 @@ import (
 	"github.com/govmm/govmm/vmm"
 )
 
-// bootLinux boots kernel (path) in mode on cpus vCPUs up to /init and
-// checks the kernel's own log: APIC mode, remapping, CPUs online.
-func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool) (vmm.LinuxState, *vmm.VM, vmm.Result) {
+// bootLinux boots kernel (path) in mode on cpus vCPUs and checks the
+// kernel's own log: APIC mode, remapping, CPUs online. Where the guest
+// reaches its u-root shell (every host with govmm's kernel: on emulating
+// ones through the SYSCALL doorbell), the script's steps are typed into it
+// and it must end by powering off; with no steps it is just powered off.
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...step) (vmm.LinuxState, *vmm.VM, vmm.Result) {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -27,7 +30,11 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 		t.Fatal(err)
 	}
 	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
-	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize = img, rd, con, 512<<20
+	if len(steps) == 0 {
+		steps = commands()
+	}
+	script := newShellScript(con, steps...)
+	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.ConsoleInput = img, rd, con, 512<<20, script
 	cfg.PVEOI = pvIPI // the PV test turns on both paravirtual paths
 	vm, err := vmm.New(cfg)
 	if err != nil {
@@ -35,14 +42,34 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	}
 	t.Cleanup(vm.Close)
 	res := vm.Run(40 * time.Minute)
+	script.Close()
 	st := vmm.ParseLinuxLog(con.Log())
 	if err := st.Verify(m, cpus, pvIPI); err != nil {
 		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
 	}
+	var initAt time.Duration
 	for _, p := range con.Reached() {
 		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
+		if p.Name == "/init started" {
+			initAt = p.At
+		}
 	}
 	t.Logf("mode %q, remapping %q, %d CPUs, ended by %s", st.APICMode, st.IRQRemap, st.CPUsUp, res.How)
+	if script.prompted() {
+		// User space ran: the whole script must have, and poweroff ends it.
+		if err := script.finished(); err != nil {
+			t.Fatalf("%v\nlast of the console:\n%s", err, tail(con.Log(), 3000))
+		}
+		if res.How != "poweroff" {
+			t.Fatalf("the guest ended by %s (%v), want poweroff\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
+		}
+		n := vm.Accounting().Report().Total.ByCause["syscall_doorbell"]
+		if user := res.Duration - initAt; user > 0 {
+			t.Logf("user space: %d SYSCALLs through the doorbell in %v after /init (%.0f/s)", n, user.Round(time.Millisecond), float64(n)/user.Seconds())
+		}
+	} else if govmmKernel {
+		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
+	}
 	return st, vm, res
 }
 
@@ -57,7 +84,8 @@ func tail(s string, n int) string {
 // its IPIs go through govmm's PV trap, and Linux's stock PV EOI (served by
 // govmm) ends interrupts without EOI exits.
 func TestBootGovmmKernelPV(t *testing.T) {
-	_, vm, _ := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true)
+	_, vm, _ := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true,
+		commands("ipibench -n 20", `section 3 exits: .*exits/IPI`)...)
 	r := vm.Accounting().Report()
 	if r.Total.IPISent["pv"] == 0 {
 		t.Errorf("no PV IPI sent: %v", r.Total.IPISent)
@@ -90,7 +118,10 @@ func TestBootGovmmKernel(t *testing.T) {
 	for _, mode := range []string{"off", "physical", "cluster", "mixed"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			_, vm, _ := bootLinux(t, kernel, true, mode, 2, false)
+			// In the shell: arithmetic (so the echoed command line cannot
+			// match), then govmm's irqstat (a Go program reading /proc).
+			_, vm, _ := bootLinux(t, kernel, true, mode, 2, false,
+				commands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`)...)
 			r := vm.Accounting().Report()
 			p := r.Platform
 			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",

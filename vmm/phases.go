@@ -14,16 +14,21 @@ import (
 type Milestone struct {
 	Name  string
 	Match *regexp.Regexp
+	// Prompt matches the line being written, not only complete ones: a
+	// shell prompt ends without a newline.
+	Prompt bool
 }
 
 // LinuxMilestones are the boot phases govmm reports for a Linux guest, in
 // the order they happen.
 var LinuxMilestones = []Milestone{
-	{"first console line", regexp.MustCompile(`.`)},
-	{"APIC set up", regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)},
-	{"APIC mode chosen", regexp.MustCompile(`Switched APIC routing to|govmm: APIC mode`)},
-	{"all CPUs up", regexp.MustCompile(`smp: Brought up \d+ nodes?, \d+ CPUs?`)},
-	{"/init started", regexp.MustCompile(`Run /init as init process`)},
+	{"first console line", regexp.MustCompile(`.`), false},
+	{"APIC set up", regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`), false},
+	{"APIC mode chosen", regexp.MustCompile(`Switched APIC routing to|govmm: APIC mode`), false},
+	{"all CPUs up", regexp.MustCompile(`smp: Brought up \d+ nodes?, \d+ CPUs?`), false},
+	{"/init started", regexp.MustCompile(`Run /init as init process`), false},
+	{"u-root init", regexp.MustCompile(`Welcome to u-root!`), false},
+	{"u-root shell", regexp.MustCompile(`(^|\s)\$ $`), true},
 }
 
 // PhaseRecord is one milestone as reached: when, and the VM's exits then.
@@ -72,6 +77,9 @@ func (c *Console) Write(p []byte) (int, error) {
 		}
 		c.lineDone()
 	}
+	if len(c.line) > 0 {
+		c.check(string(c.line), true)
+	}
 	c.mu.Unlock()
 	if c.Out != nil {
 		return c.Out.Write(p)
@@ -84,11 +92,17 @@ func (c *Console) Write(p []byte) (int, error) {
 func (c *Console) lineDone() {
 	line := string(bytes.TrimRight(c.line, "\r"))
 	c.line = c.line[:0]
+	c.check(line, false)
+}
+
+// check records the milestones line reaches; a partial line is checked only
+// against prompt milestones.
+func (c *Console) check(line string, partial bool) {
 	if c.seen == nil {
 		c.seen = make([]bool, len(c.Milestones))
 	}
 	for i, m := range c.Milestones {
-		if c.seen[i] || !m.Match.MatchString(line) {
+		if c.seen[i] || (partial && !m.Prompt) || !m.Match.MatchString(line) {
 			continue
 		}
 		c.seen[i] = true
