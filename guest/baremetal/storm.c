@@ -12,7 +12,9 @@
  * does). Between sends, even APIC IDs halt when an IPI is on its way to
  * them and odd ones spin with IF=1, so the VMM both wakes halted receivers
  * and kicks running ones. The whole storm is accounting section 1 (port
- * 0x660); nothing else sends an IPI in it.
+ * 0x660); nothing else sends an IPI in it. It closes once every CPU has
+ * received everything addressed to it and made one APIC read (TPR): an
+ * exit, after which govmm has taken in any PV EOI (it does at each entry).
  *
  * Why counting works, with coalescing ruled out. A second IPI with a vector
  * already set in the target's IRR is merged with the first (SDM 11.5.5):
@@ -28,13 +30,15 @@
  * T. K slots let S have K IPIs in flight to each target, so senders rarely
  * wait for credit and a receiver often has several vectors pending at once.
  * The handler checks the sequence: on entry sent[V][T] must be exactly
- * recv[T][V] + 1. A duplicate (or an IPI nobody sent) breaks that at once;
- * a loss leaves sent > recv for good, which stalls the slot and trips the
- * BSP's no-progress watchdog once senders run dry; at the end every (slot,
- * target) pair must have recv == sent. The guest prints its totals
- * ("# storm ... received=R icr_writes=W"): govmm's IPIDelivered over
- * section 1 must equal R (no coalesced delivery, none dropped) and its
- * IPISent W.
+ * recv[T][V] + 1. A duplicate (or an IPI nobody sent) handled on its own
+ * breaks that at once, and leaves recv > sent; a loss leaves sent > recv
+ * for good, which stalls the slot and trips the BSP's no-progress watchdog
+ * once senders run dry; at the end every (slot, target) pair must have
+ * recv == sent. A duplicate that lands in IRR while the next legitimate IPI
+ * on its slot is pending merges with it and is invisible to any guest; so
+ * the guest prints its totals ("# storm ... received=R icr_writes=W") and
+ * govmm's IPIDelivered over section 1 must equal R (tests/storm_test.go),
+ * its IPISent W.
  *
  * Ordering: S's store to sent[V][T] is followed by a locked increment of
  * inflight[T] before the ICR write; the locked op is the full fence an
@@ -84,6 +88,7 @@ static volatile u32 halts[MAXS];        /* [T]: hlt executed with an IPI on its 
 static volatile u32 dry[MAXS];          /* [S]: attempts that found no credit */
 static volatile u32 seq_bad[MAXS], seq_v[MAXS], seq_sent[MAXS], seq_recv[MAXS];
 static volatile u32 ready, awake, go, done;
+static volatile u32 synced[MAXS];       /* [T]: rcvd[T] at T's last exit with IF=0 */
 static volatile u32 setup_err[MAX_CPUS];
 
 /* govmm's PV send-IPI, as ipi.c: WRMSR 0x4D564F50, EAX = vector, EDX =
@@ -321,6 +326,31 @@ static void storm(u32 me)
 	atomic_inc(&done);
 }
 
+/* After its own sends, for good: receive (halting or spinning as during
+ * the storm while an IPI is on its way), and whenever nothing is, make one
+ * exit with IF=0 (an APIC read) and publish synced = rcvd, then halt until
+ * the next IPI (or forever). govmm takes in a PV EOI, done without an exit,
+ * at the next entry: once synced[T] == rcvd[T] for the final count, all of
+ * T's EOIs are in govmm's counters, and the BSP may close the section. */
+static void drain(u32 me)
+{
+	cli();
+	for (;;) {
+		if (!inflight[me]) {
+			apic_read(APIC_TPR);
+			synced[me] = rcvd[me];
+			if (!inflight[me]) {
+				asm volatile("sti; hlt; cli" ::: "memory");
+				continue;
+			}
+		}
+		if (me % 2 == 0)
+			asm volatile("sti; hlt; cli" ::: "memory");
+		else
+			asm volatile("sti; pause; cli" ::: "memory");
+	}
+}
+
 static void ap_main(int idx)
 {
 	u32 me = setup_cpu(idx);
@@ -334,13 +364,7 @@ static void ap_main(int idx)
 	while (!go)
 		pause();
 	storm(me);
-	/* Keep receiving: IPIs may still be on their way. Spinners spin until
-	 * every sender is done and nothing is in flight to them. */
-	if (me % 2)
-		while (done < n || inflight[me])
-			pause();
-	for (;;)
-		asm volatile("sti; hlt");
+	drain(me);
 }
 
 static u32 total(volatile u32 *a)
@@ -349,6 +373,14 @@ static u32 total(volatile u32 *a)
 	for (u32 i = 0; i < n; i++)
 		t += a[i];
 	return t;
+}
+
+static int all_synced(void)
+{
+	for (u32 t = 1; t < n; t++)
+		if (synced[t] != rcvd[t])
+			return 0;
+	return 1;
 }
 
 /* Print what is still unbalanced: (slot, target, sent, received). */
@@ -360,6 +392,17 @@ static void show_pairs(void)
 			if (sent[v][t] != recv[t][v] && shown++ < 8)
 				printf("# vector %x (sender %u) -> %u: sent %u received %u (inflight[%u]=%u)\n",
 				       VBASE + v, v / K, t, sent[v][t], recv[t][v], t, inflight[t]);
+}
+
+/* Print the receivers' first sequence breaks; returns how many broke. */
+static u32 show_seq(void)
+{
+	u32 seq = 0;
+	for (u32 t = 0; t < n; t++)
+		if (seq_bad[t] && seq++ < 4)
+			printf("# APIC ID %u: vector %x (sender %u) arrived with sent=%u after %u received\n",
+			       t, VBASE + seq_v[t], seq_v[t] / K, seq_sent[t], seq_recv[t]);
+	return seq;
 }
 
 void test_main(void)
@@ -420,34 +463,35 @@ void test_main(void)
 	storm(0);
 	u32 last_r = 0, last_a = 0, r, a;
 	u64 since = rdtsc();
-	for (;;) {                      /* watchdog: progress or die */
+	/* The BSP receives with IF=1 while it watches, then makes drain()'s
+	 * exit. Watchdog: progress or die. */
+	for (;;) {
+		u32 d = done;           /* first: if all are done, the counts below are final */
 		r = total(rcvd), a = total(addressed);
-		if (done == n && r == a)
+		if (d == n && r == a && all_synced())
 			break;
 		if (r != last_r || a != last_a) {
 			last_r = r, last_a = a, since = rdtsc();
 		} else if (rdtsc() - since > STALL * TSC_SEC) {
 			section(0);
-			printf("# stalled: done %u of %u, addressed %u, received %u\n", done, n, a, r);
+			printf("# stalled: %u of %u senders done\n", done, n);
 			show_pairs();
-			die("storm", "no progress: %u deliveries addressed were not received", a - r);
+			show_seq();
+			die("storm", "no progress: %u deliveries addressed, %u received", a, r);
 		}
 		for (int i = 0; i < 100; i++)
 			pause();
 	}
+	apic_read(APIC_TPR);
 	u64 ticks = rdtsc() - t0;
 	section(0);
 
 	/* ---- exactly once ---- */
 	delay(TSC_SEC / 20);            /* a late duplicate would show now */
-	u32 bad = 0, seq = 0;
+	u32 bad = 0, seq = show_seq();
 	for (u32 v = 0; v < n * K; v++)
 		for (u32 t = 0; t < n; t++)
 			bad += sent[v][t] != recv[t][v];
-	for (u32 t = 0; t < n; t++)
-		if (seq_bad[t] && seq++ < 4)
-			printf("# APIC ID %u: vector %x (sender %u) arrived with sent=%u after %u received\n",
-			       t, VBASE + seq_v[t], seq_v[t] / K, seq_sent[t], seq_recv[t]);
 	r = total(rcvd), a = total(addressed);
 	if (bad)
 		show_pairs();
