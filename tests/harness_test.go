@@ -93,6 +93,12 @@ func runGuest(t *testing.T, name string, cpus int, x2apic bool, cmdline string) 
 // runGuestWith is runGuest with a last say on the VM's configuration.
 func runGuestWith(t *testing.T, name string, cpus int, x2apic bool, cmdline string, edit func(*vmm.Config)) *guestRun {
 	t.Helper()
+	return runGuestFor(t, name, cpus, x2apic, cmdline, edit, 5*time.Minute)
+}
+
+// runGuestFor is runGuestWith that stops the guest after timeout.
+func runGuestFor(t *testing.T, name string, cpus int, x2apic bool, cmdline string, edit func(*vmm.Config), timeout time.Duration) *guestRun {
+	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
 	if err != nil {
@@ -111,7 +117,7 @@ func runGuestWith(t *testing.T, name string, cpus int, x2apic bool, cmdline stri
 		t.Fatalf("vmm.New: %v", err)
 	}
 	defer vm.Close()
-	res := vm.Run(5 * time.Minute)
+	res := vm.Run(timeout)
 	g := &guestRun{Console: con.String(), Status: res.Status, Report: vm.Accounting().Report()}
 	g.KVM, _ = vm.KVMStats()
 	if res.Err != nil {

@@ -1,0 +1,514 @@
+/* storm: every CPU sends IPIs to every other one at once, and every IPI must
+ * arrive exactly once.
+ *
+ * cmdline: mode=xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster|pv
+ *          (as ipi.c)  count=N deliveries in all (default 1000000)  pveoi=1
+ *
+ * With all CPUs up, each CPU (the BSP too) addresses its share of N
+ * deliveries to the others: mostly unicasts to a target drawn afresh each
+ * time, and every fourth send a multicast to every target of one window that
+ * may take it (logical modes: one ICR to one cluster, or the 8 flat bits;
+ * pv: one trap for all CPUs; physical modes: one ICR per target, as Linux
+ * does). Between sends, even APIC IDs halt when an IPI is on its way to
+ * them and odd ones spin with IF=1, so the VMM both wakes halted receivers
+ * and kicks running ones. The whole storm is accounting section 1 (port
+ * 0x660); nothing else sends an IPI in it. It closes once every CPU has
+ * received everything addressed to it and made one APIC read (TPR): an
+ * exit, after which govmm has taken in any PV EOI (it does at each entry).
+ *
+ * Why counting works, with coalescing ruled out. A second IPI with a vector
+ * already set in the target's IRR is merged with the first (SDM 11.5.5):
+ * legitimate, and invisible to a count. So each sender S owns K vectors
+ * ("slots": vector 0x40 + S*K + k, K = min(8, 128/n)), and each slot has at
+ * most one IPI in flight to each target T. For slot V = S*K + k:
+ *   sent[V][T]   deliveries S addressed to T on slot V; written by S only,
+ *                before the ICR write (or PV trap) that sends them;
+ *   recv[T][V]   deliveries of vector 0x40+V that T's handler took; written
+ *                by T's handler only.
+ * S may use slot V for T again only once recv[T][V] == sent[V][T] (the
+ * handler ran, so the vector left IRR): a vector is never pending twice at
+ * T. K slots let S have K IPIs in flight to each target, so senders rarely
+ * wait for credit and a receiver often has several vectors pending at once.
+ * The handler checks the sequence: on entry sent[V][T] must be exactly
+ * recv[T][V] + 1. A duplicate (or an IPI nobody sent) handled on its own
+ * breaks that at once, and leaves recv > sent; a loss leaves sent > recv
+ * for good, which stalls the slot and trips the BSP's no-progress watchdog
+ * once senders run dry; at the end every (slot, target) pair must have
+ * recv == sent. A duplicate that lands in IRR while the next legitimate IPI
+ * on its slot is pending merges with it and is invisible to any guest; so
+ * the guest prints its totals ("# storm ... received=R icr_writes=W") and
+ * govmm's IPIDelivered over section 1 must equal R (tests/storm_test.go),
+ * its IPISent W.
+ *
+ * Ordering: S's store to sent[V][T] is followed by a locked increment of
+ * inflight[T] before the ICR write; the locked op is the full fence an
+ * x2APIC ICR WRMSR (not serializing) needs so the handler sees the store
+ * (Linux: weak_wrmsr_fence). inflight[T] (sends to T not yet handled) also
+ * lets T halt safely: it halts only with IF=0 checked inflight[T] > 0, so an
+ * IPI is in IRR or about to be sent, and sti;hlt cannot miss it.
+ *
+ * Stacks: up to n-1 vectors can be pending at once, and each handler
+ * returns with popfl; ret (entry.S), so the next one nests at that point,
+ * but only the 4-byte return address of the finished handler stays on the
+ * stack: 4 KiB per CPU is plenty.
+ *
+ * At most 128 CPUs (vectors 0x40..0xBF); xapic-flat and xapic-cluster
+ * receivers are the CPUs with a logical ID (APIC IDs < 8 / < 60), the others
+ * only send. */
+#include "rt.h"
+
+const char guest_name[] = "storm";
+
+enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, PV, NMODES };
+static const char *const mode_names[NMODES] = {
+	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv",
+};
+
+#define MAXS    128                     /* CPUs */
+#define MAXV    128                     /* slots: vectors VBASE..VBASE+127 */
+#define MAXK    8                       /* slots per sender, at most */
+#define VBASE   0x40
+#define V_WAKE  0x30                    /* bring-up only, before the section */
+#define SPIN    64                      /* spinner: pause loops between sends, at most */
+#define STALL   20                      /* watchdog: "seconds" without progress (see WAIT) */
+
+#define atomic_dec(p) __atomic_sub_fetch((p), 1, __ATOMIC_SEQ_CST)
+
+static int mode, logical;
+static u32 n, members, count, K;
+
+static volatile u32 sent[MAXV][MAXS];   /* [V][T]: written by V's sender */
+static volatile u32 recv[MAXS][MAXV];   /* [T][V]: written by T's handler */
+static volatile u32 inflight[MAXS];     /* [T]: sends to T not yet handled (atomic) */
+static volatile u32 rcvd[MAXS];         /* [T]: handler runs (T only) */
+static volatile u32 addressed[MAXS];    /* [S]: deliveries addressed (S only) */
+static volatile u32 icrs[MAXS];         /* [S]: ICR writes / PV traps that sent */
+static volatile u32 mcasts[MAXS];       /* [S]: multicast operations */
+static volatile u32 halts[MAXS];        /* [T]: hlt executed with an IPI on its way */
+static volatile u32 dry[MAXS];          /* [S]: attempts that found no credit */
+static volatile u32 seq_bad[MAXS], seq_v[MAXS], seq_sent[MAXS], seq_recv[MAXS];
+static volatile u32 ready, awake, go, done;
+static volatile u32 synced[MAXS];       /* [T]: rcvd[T] at T's last exit with IF=0 */
+static volatile u32 setup_err[MAX_CPUS];
+
+/* govmm's PV send-IPI, as ipi.c: WRMSR 0x4D564F50, EAX = vector, EDX =
+ * bitmap words, ESI = bitmap address, EDI = lowest APIC ID. One bitmap per
+ * sender: 2 words (128 IDs), 16-byte aligned so it never crosses a page. */
+#define MSR_PV_SEND_IPI 0x4D564F50
+static u32 pvbm[MAXS][4] __attribute__((aligned(16)));
+
+static int has_pv_ipi(void)
+{
+	u32 r[4];
+	cpuid(0x40000100, r);
+	if (r[1] != 0x6d766f47 || r[2] != 0x766f476d || r[3] != 0x6f476d6d) /* "GovmmGovmmGo" */
+		return 0;
+	cpuid(0x40000101, r);
+	return r[0] & 1;
+}
+
+/* pveoi=1: KVM's PV EOI ABI, as ipi.c (clear our bit if the VMM set it). */
+#define MSR_KVM_PV_EOI_EN 0x4B564D04
+static int pveoi;
+static volatile u32 pveoi_word[MAX_CPUS] __attribute__((aligned(4)));
+
+static int has_pv_eoi(void)
+{
+	u32 r[4];
+	cpuid(0x40000000, r);
+	if (r[1] != 0x4b4d564b || r[2] != 0x564b4d56 || r[3] != 0x4d) /* "KVMKVMKVM" */
+		return 0;
+	cpuid(0x40000001, r);
+	return r[0] >> 6 & 1;
+}
+
+static void eoi(int cpu)
+{
+	if (pveoi && (__atomic_fetch_and(&pveoi_word[cpu], ~1u, __ATOMIC_SEQ_CST) & 1))
+		return;
+	apic_eoi();
+}
+
+/* EOI first, so that once S sees the receipt the EOI exit is over (and
+ * inside the section). */
+static void on_ipi(struct frame *f)
+{
+	int cpu = this_cpu();
+	u32 me = cpu_apicid[cpu], v = f->vec - VBASE;
+	eoi(cpu);
+	u32 r = recv[me][v] + 1, want = sent[v][me];
+	if (want != r && !seq_bad[me])
+		seq_v[me] = v, seq_sent[me] = want, seq_recv[me] = r - 1, seq_bad[me] = 1;
+	recv[me][v] = r;
+	rcvd[me]++;
+	atomic_dec(&inflight[me]);
+}
+
+static volatile u32 woken[MAX_CPUS];
+static void on_wake(struct frame *f)
+{
+	(void)f;
+	woken[this_cpu()] = 1;
+	apic_eoi();
+}
+
+static int member(u32 id)
+{
+	return id < members;
+}
+
+static u32 logical_id(u32 id)
+{
+	switch (mode) {
+	case XFLAT:    return 1u << id;
+	case XCLUSTER: return (id / 4) << 4 | 1u << (id % 4);
+	default:       return (id >> 4) << 16 | 1u << (id & 15);   /* x2APIC */
+	}
+}
+
+static u32 setup_cpu(int idx)
+{
+	if (mode >= X2PHYS && !x2apic_enable()) {
+		setup_err[idx] = 1;
+		return ~0u;
+	}
+	u32 id = apic_id();
+	if (pveoi)
+		wrmsr(MSR_KVM_PV_EOI_EN, (u32)&pveoi_word[idx] | 1);
+	apic_write(APIC_SVR, 0x1FF);
+	apic_write(APIC_TPR, 0);
+	if (mode == XFLAT || mode == XCLUSTER) {
+		apic_write(APIC_DFR, mode == XFLAT ? 0xFFFFFFFF : 0x0FFFFFFF);
+		apic_write(APIC_LDR, id < members ? logical_id(id) << 24 : 0);
+	}
+	if (mode == X2CLUSTER && apic_read(APIC_LDR) != logical_id(id))
+		setup_err[idx] = 2;
+	return id;
+}
+
+/* ---- the sender ---- */
+
+static inline u32 rnd(u32 *x)           /* xorshift32 */
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* T may take another IPI on slot V: the last one was handled. */
+static inline int credit(u32 v, u32 t)
+{
+	return recv[t][v] == sent[v][t];
+}
+
+/* Book one delivery S -> T on slot V before it is sent (see the top comment). */
+static inline void reserve(u32 s, u32 v, u32 t)
+{
+	sent[v][t] = sent[v][t] + 1;
+	atomic_inc(&inflight[t]);       /* locked: orders the store before the send */
+	addressed[s] = addressed[s] + 1;
+}
+
+static void pv_send(u32 s, u32 v)
+{
+	asm volatile("wrmsr" :: "c"(MSR_PV_SEND_IPI), "a"(VBASE + v), "d"(2), "S"(pvbm[s]), "D"(0) : "memory");
+}
+
+static void send_one(u32 s, u32 v, u32 t)
+{
+	reserve(s, v, t);
+	if (mode == PV) {
+		pvbm[s][0] = pvbm[s][1] = pvbm[s][2] = pvbm[s][3] = 0;
+		pvbm[s][t / 32] = 1u << (t % 32);
+		pv_send(s, v);
+	} else if (logical) {
+		apic_icr(logical_id(t), ICR_LOGICAL | (VBASE + v));
+	} else {
+		apic_icr(t, VBASE + v);
+	}
+	icrs[s] = icrs[s] + 1;
+}
+
+/* A unicast to the first target from a random start that has credit on
+ * one of S's slots (tried from a rotating one). */
+static int unicast(u32 s, u32 *x, u32 op)
+{
+	u32 t = rnd(x) % members, k0 = op % K;
+	for (u32 i = 0; i < members; i++, t = t + 1 == members ? 0 : t + 1) {
+		if (t == s)
+			continue;
+		for (u32 j = 0, k = k0; j < K; j++, k = k + 1 == K ? 0 : k + 1)
+			if (credit(s * K + k, t)) {
+				send_one(s, s * K + k, t);
+				return 1;
+			}
+	}
+	return 0;
+}
+
+/* A multicast on one slot to every target of one window that has credit on
+ * it, at most left of them. */
+static int multicast(u32 s, u32 *x, u32 left, u32 op)
+{
+	u32 v = s * K + op / 4 % K;
+	u32 per, base, lim, mask = 0, k = 0;
+	switch (mode) {
+	case XFLAT:     per = 8; break;
+	case XCLUSTER:  per = 4; break;
+	case X2CLUSTER: per = 16; break;
+	default:        per = members; break;  /* physical and pv: everyone */
+	}
+	base = rnd(x) % ((members + per - 1) / per) * per;
+	lim = base + per < members ? base + per : members;
+	if (mode == PV)
+		pvbm[s][0] = pvbm[s][1] = pvbm[s][2] = pvbm[s][3] = 0;
+	for (u32 t = base; t < lim && k < left; t++) {
+		if (t == s || !credit(v, t))
+			continue;
+		k++;
+		if (!logical && mode != PV) {   /* physical: one ICR per target */
+			send_one(s, v, t);
+			continue;
+		}
+		reserve(s, v, t);
+		if (mode == PV)
+			pvbm[s][t / 32] |= 1u << (t % 32);
+		else
+			mask |= 1u << (t - base);
+	}
+	if (!k)
+		return 0;
+	if (mode == PV) {
+		pv_send(s, v);
+		icrs[s] = icrs[s] + 1;
+	} else if (logical) {
+		u32 dest = mode == XCLUSTER ? (base / 4) << 4 | mask :
+			   mode == X2CLUSTER ? (base / 16) << 16 | mask : mask;
+		apic_icr(dest, ICR_LOGICAL | (VBASE + v));
+		icrs[s] = icrs[s] + 1;
+	}
+	mcasts[s] = mcasts[s] + 1;
+	return 1;
+}
+
+/* Between sends: even IDs halt if an IPI is on its way to them (IF=0 while
+ * checking, so the wake-up cannot be missed), odd ones spin with IF=1 while
+ * one is on its way, so it arrives at a running vCPU. */
+static void rest(u32 me)
+{
+	if (!member(me))
+		return;
+	if (me % 2 == 0) {
+		cli();
+		if (inflight[me]) {
+			halts[me] = halts[me] + 1;
+			asm volatile("sti; hlt" ::: "memory");
+		}
+		sti();
+		return;
+	}
+	for (u32 i = 0; i < SPIN && inflight[me]; i++)
+		pause();
+}
+
+static void storm(u32 me)
+{
+	u32 quota = count / n + (me < count % n), x = 0x9E3779B9u ^ (me + 1) * 0x85EBCA6Bu, op = 0;
+	while (addressed[me] < quota) {
+		int sentsome = ++op % 4 == 0 ? multicast(me, &x, quota - addressed[me], op) :
+			       unicast(me, &x, op);
+		if (!sentsome)
+			dry[me] = dry[me] + 1;
+		if (!sentsome || op % 8 == 0)
+			rest(me);
+	}
+	atomic_inc(&done);
+}
+
+/* After its own sends, for good: receive (halting or spinning as during
+ * the storm while an IPI is on its way), and whenever nothing is, make one
+ * exit with IF=0 (an APIC read) and publish synced = rcvd, then halt until
+ * the next IPI (or forever). govmm takes in a PV EOI, done without an exit,
+ * at the next entry: once synced[T] == rcvd[T] for the final count, all of
+ * T's EOIs are in govmm's counters, and the BSP may close the section. */
+static void drain(u32 me)
+{
+	cli();
+	for (;;) {
+		if (!inflight[me]) {
+			apic_read(APIC_TPR);
+			synced[me] = rcvd[me];
+			if (!inflight[me]) {
+				asm volatile("sti; hlt; cli" ::: "memory");
+				continue;
+			}
+		}
+		if (me % 2 == 0)
+			asm volatile("sti; hlt; cli" ::: "memory");
+		else
+			asm volatile("sti; pause; cli" ::: "memory");
+	}
+}
+
+static void ap_main(int idx)
+{
+	u32 me = setup_cpu(idx);
+	cpu_apicid[idx] = me;
+	atomic_inc(&ready);
+	cli();                          /* halt until the BSP's wake-up IPI */
+	while (!woken[idx])
+		asm volatile("sti; hlt; cli" ::: "memory");
+	sti();
+	atomic_inc(&awake);
+	while (!go)
+		pause();
+	storm(me);
+	drain(me);
+}
+
+static u32 total(volatile u32 *a)
+{
+	u32 t = 0;
+	for (u32 i = 0; i < n; i++)
+		t += a[i];
+	return t;
+}
+
+static int all_synced(void)
+{
+	for (u32 t = 1; t < n; t++)
+		if (synced[t] != rcvd[t])
+			return 0;
+	return 1;
+}
+
+/* Print what is still unbalanced: (slot, target, sent, received). */
+static void show_pairs(void)
+{
+	u32 shown = 0;
+	for (u32 v = 0; v < n * K; v++)
+		for (u32 t = 0; t < n; t++)
+			if (sent[v][t] != recv[t][v] && shown++ < 8)
+				printf("# vector %x (sender %u) -> %u: sent %u received %u (inflight[%u]=%u)\n",
+				       VBASE + v, v / K, t, sent[v][t], recv[t][v], t, inflight[t]);
+}
+
+/* Print the receivers' first sequence breaks; returns how many broke. */
+static u32 show_seq(void)
+{
+	u32 seq = 0;
+	for (u32 t = 0; t < n; t++)
+		if (seq_bad[t] && seq++ < 4)
+			printf("# APIC ID %u: vector %x (sender %u) arrived with sent=%u after %u received\n",
+			       t, VBASE + seq_v[t], seq_v[t] / K, seq_sent[t], seq_recv[t]);
+	return seq;
+}
+
+void test_main(void)
+{
+	const char *m = param("mode");
+	for (mode = 0; mode < NMODES && !(m && streq(m, mode_names[mode])); mode++)
+		;
+	if (mode == NMODES)
+		die("mode", "mode=%s: want xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster|pv",
+		    m ? m : "(missing)");
+	logical = mode == XFLAT || mode == XCLUSTER || mode == X2CLUSTER;
+	count = param_u32("count", 1000000);
+	pveoi = param_u32("pveoi", 0);
+	n = ncpus;
+	K = n > MAXV ? 1 : MAXV / n > MAXK ? MAXK : MAXV / n;
+	members = mode == XFLAT ? (n < 8 ? n : 8) : mode == XCLUSTER ? (n < 60 ? n : 60) : n;
+	printf("# mode=%s count=%u pveoi=%d vectors_per_sender=%u\n", mode_names[mode], count, pveoi, K);
+	if (n < 2 || n > MAXS)
+		die("cpus", "%u CPUs: the storm needs 2..%u", n, MAXS);
+	if (pveoi && !has_pv_eoi())
+		die("pveoi", "CPUID 0x40000001 bit 6 (PV EOI) is clear (run govmm with --pv-eoi)");
+	if (mode == PV && !has_pv_ipi())
+		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
+	if (mode >= X2PHYS && !has_x2apic())
+		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
+
+	for (u32 v = 0; v < n * K; v++)
+		isr_table[VBASE + v] = on_ipi;
+	isr_table[V_WAKE] = on_wake;
+	cpu_apicid[0] = setup_cpu(0);
+	if (setup_err[0] || cpu_apicid[0] != 0)
+		die("bsp setup", "APIC ID %u, error %u", cpu_apicid[0], setup_err[0]);
+	smp_boot(ap_main);
+	if (!WAIT(ready == n - 1, 60))
+		die("ap bring-up", "%u of %u APs ready", ready, n - 1);
+	static u8 seen[MAXS];
+	for (u32 i = 0; i < n; i++) {
+		u32 id = cpu_apicid[i];
+		if (setup_err[i])
+			die("ap setup", "cpu index %u: %s", i, setup_err[i] == 1 ? "no x2APIC" :
+			    "x2APIC LDR not derived from the ID");
+		if (id >= n || seen[id])
+			die("apic ids", "cpu index %u has APIC ID %u: want distinct IDs 0..%u", i, id, n - 1);
+		seen[id] = 1;
+	}
+	printf("ok %u cpus up, mode %s, %u receivers\n", n, mode_names[mode], members);
+
+	/* Wake the halted APs outside the section; they then spin on go. */
+	apic_icr_short(ICR_ALLBUT | V_WAKE);
+	if (!WAIT(awake == n - 1, 60))
+		die("wake", "%u of %u APs woke", awake, n - 1);
+
+	/* ---- section 1: the storm ---- */
+	section(1);
+	u64 t0 = rdtsc();
+	go = 1;
+	sti();
+	storm(0);
+	u32 last_r = 0, last_a = 0, r, a;
+	u64 since = rdtsc();
+	/* The BSP receives with IF=1 while it watches, then makes drain()'s
+	 * exit. Watchdog: progress or die. */
+	for (;;) {
+		u32 d = done;           /* first: if all are done, the counts below are final */
+		r = total(rcvd), a = total(addressed);
+		if (d == n && r == a && all_synced())
+			break;
+		if (r != last_r || a != last_a) {
+			last_r = r, last_a = a, since = rdtsc();
+		} else if (rdtsc() - since > STALL * TSC_SEC) {
+			section(0);
+			printf("# stalled: %u of %u senders done\n", done, n);
+			show_pairs();
+			show_seq();
+			die("storm", "no progress: %u deliveries addressed, %u received", a, r);
+		}
+		for (int i = 0; i < 100; i++)
+			pause();
+	}
+	apic_read(APIC_TPR);
+	u64 ticks = rdtsc() - t0;
+	section(0);
+
+	/* ---- exactly once ---- */
+	delay(TSC_SEC / 20);            /* a late duplicate would show now */
+	u32 bad = 0, seq = show_seq();
+	for (u32 v = 0; v < n * K; v++)
+		for (u32 t = 0; t < n; t++)
+			bad += sent[v][t] != recv[t][v];
+	r = total(rcvd), a = total(addressed);
+	if (bad)
+		show_pairs();
+	check(!bad, "every (vector, target) pair received exactly what was sent",
+	      "%u pairs differ", bad);
+	check(!seq, "every IPI arrived in sequence (no duplicate, no stray)",
+	      "%u receivers saw a break", seq);
+	check(r == count && a == count, "deliveries add up to count",
+	      "addressed %u, received %u, count %u", a, r, count);
+	u32 idle = 0, spin = 0;
+	for (u32 i = 0; i < members; i++)
+		if (i % 2 == 0)
+			idle += halts[i];
+		else
+			spin++;
+	printf("# storm mode=%s cpus=%u receivers=%u count=%u sent=%u received=%u icr_writes=%u "
+	       "multicasts=%u halts=%u spinners=%u no_credit=%u tsc_2^20=%u\n",
+	       mode_names[mode], n, members, count, a, r, total(icrs), total(mcasts), idle, spin,
+	       total(dry), (u32)(ticks >> 20));
+}
