@@ -29,14 +29,16 @@ guests: deps
 	@$(MAKE) -s -C guest/baremetal OUT=$(GUESTS)
 
 # The u-root initramfs (u-root pinned in go.mod as a tool): a shell, basic
-# commands and govmm's guest programs (guest/cmd).
+# commands and govmm's guest programs (guest/cmd). goshsmall: gosh reads
+# plain lines after a "$ " prompt instead of running a full-screen line
+# editor, which suits a serial console (and scripted input) better.
 INITRAMFS  := $(CACHE)/initramfs.cpio
 UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown poweroff dmesg uname) \
 	$(addprefix ./,$(wildcard guest/cmd/*))
 initramfs: $(INITRAMFS)
 $(INITRAMFS): Makefile go.mod go.sum $(shell find guest/cmd -name "*.go")
 	@mkdir -p $(dir $@)
-	$(GO) tool u-root -o $@.tmp $(UROOT_CMDS)
+	$(GO) tool u-root -go-build-tags goshsmall -o $@.tmp $(UROOT_CMDS)
 	@mv $@.tmp $@
 
 # govmm's guest kernel: Debian's linux-source-6.1, guest/linux/govmm.config

@@ -14,7 +14,7 @@ import (
 // reaches its u-root shell (every host with govmm's kernel: on emulating
 // ones through the SYSCALL doorbell), the script's steps are typed into it
 // and it must end by powering off; with no steps it is just powered off.
-func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...step) (vmm.LinuxState, *vmm.VM, vmm.Result) {
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) (vmm.LinuxState, *vmm.VM, vmm.Result) {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -31,9 +31,12 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	}
 	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
 	if len(steps) == 0 {
-		steps = commands()
+		steps = vmm.ShellCommands()
 	}
-	script := newShellScript(con, steps...)
+	script, err := vmm.NewConsoleScript(con, steps...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.ConsoleInput = img, rd, con, 512<<20, script
 	cfg.PVEOI = pvIPI // the PV test turns on both paravirtual paths
 	vm, err := vmm.New(cfg)
@@ -48,24 +51,27 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
 	}
 	var initAt time.Duration
+	var initSyscalls uint64
 	for _, p := range con.Reached() {
 		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
 		if p.Name == "/init started" {
-			initAt = p.At
+			initAt, initSyscalls = p.At, p.Syscalls
 		}
 	}
 	t.Logf("mode %q, remapping %q, %d CPUs, ended by %s", st.APICMode, st.IRQRemap, st.CPUsUp, res.How)
-	if script.prompted() {
+	if script.Prompted() {
 		// User space ran: the whole script must have, and poweroff ends it.
-		if err := script.finished(); err != nil {
+		if err := script.Finished(); err != nil {
 			t.Fatalf("%v\nlast of the console:\n%s", err, tail(con.Log(), 3000))
 		}
 		if res.How != "poweroff" {
 			t.Fatalf("the guest ended by %s (%v), want poweroff\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
 		}
-		n := vm.Accounting().Report().Total.ByCause["syscall_doorbell"]
-		if user := res.Duration - initAt; user > 0 {
-			t.Logf("user space: %d SYSCALLs through the doorbell in %v after /init (%.0f/s)", n, user.Round(time.Millisecond), float64(n)/user.Seconds())
+		for _, p := range con.Reached() {
+			if p.Name == "u-root shell" && p.At > initAt {
+				t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
+					(p.At - initAt).Round(time.Millisecond), p.Syscalls-initSyscalls, float64(p.Syscalls-initSyscalls)/(p.At-initAt).Seconds())
+			}
 		}
 	} else if govmmKernel {
 		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
@@ -85,7 +91,7 @@ func tail(s string, n int) string {
 // govmm) ends interrupts without EOI exits.
 func TestBootGovmmKernelPV(t *testing.T) {
 	_, vm, _ := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true,
-		commands("ipibench -n 20", `section 3 exits: .*exits/IPI`)...)
+		vmm.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`)...)
 	r := vm.Accounting().Report()
 	if r.Total.IPISent["pv"] == 0 {
 		t.Errorf("no PV IPI sent: %v", r.Total.IPISent)
@@ -121,7 +127,7 @@ func TestBootGovmmKernel(t *testing.T) {
 			// In the shell: arithmetic (so the echoed command line cannot
 			// match), then govmm's irqstat (a Go program reading /proc).
 			_, vm, _ := bootLinux(t, kernel, true, mode, 2, false,
-				commands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`)...)
+				vmm.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`)...)
 			r := vm.Accounting().Report()
 			p := r.Platform
 			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",

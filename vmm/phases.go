@@ -36,6 +36,9 @@ type PhaseRecord struct {
 	Name  string        `json:"name"`
 	At    time.Duration `json:"at_ns"`
 	Exits uint64        `json:"exits"` // all vCPUs, since boot
+	// Syscalls is the guest SYSCALLs govmm completed through its doorbell
+	// since boot (0 where SYSCALL works without it).
+	Syscalls uint64 `json:"syscalls"`
 	Line  string        `json:"line"`
 }
 
@@ -106,13 +109,14 @@ func (c *Console) check(line string, partial bool) {
 			continue
 		}
 		c.seen[i] = true
-		var exits uint64
+		var exits, syscalls uint64
 		if c.acct != nil {
 			for _, s := range c.acct.Snapshot() {
 				exits += s.Total()
+				syscalls += s.Exits[accounting.CauseSyscallDoorbell]
 			}
 		}
-		c.reached = append(c.reached, PhaseRecord{Name: m.Name, At: time.Since(c.start), Exits: exits, Line: line})
+		c.reached = append(c.reached, PhaseRecord{Name: m.Name, At: time.Since(c.start), Exits: exits, Syscalls: syscalls, Line: line})
 	}
 }
 

@@ -46,6 +46,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	dash := addDashFlags(fs)
 	doorbell := addDoorbellFlag(fs)
 	conIn := addConsoleFlag(fs)
+	execCmds := fs.String("exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
@@ -58,9 +59,12 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
 	}
-	in, err := conIn.open(os.Stdin)
-	if err != nil {
-		return 0, err
+	in := &consoleInput{}
+	if *execCmds == "" {
+		var err error
+		if in, err = conIn.open(os.Stdin); err != nil {
+			return 0, err
+		}
 	}
 	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
 	if err != nil {
@@ -98,6 +102,15 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
 		return 0, err
 	}
+	if *execCmds != "" {
+		script, err := vmm.NewConsoleScript(con,
+			vmm.ScriptStep{Send: *execCmds + "\n"}, vmm.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
+		if err != nil {
+			return 0, err
+		}
+		defer script.Close()
+		in.r = script
+	}
 	cfg.ConsoleInput = in.r
 	vm, err := vmm.New(cfg)
 	if err != nil {
@@ -114,7 +127,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", *mode, *cpus,
 		cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
 	writePhases(stdout, con.Reached())
-	writeSyscalls(stdout, vm, con.Reached(), res.Duration)
+	writeSyscalls(stdout, vm, con.Reached())
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
@@ -154,22 +167,30 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	return 0, nil
 }
 
-// writeSyscalls reports the SYSCALL doorbell's traffic after /init, when
-// govmm offered it.
-func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord, total time.Duration) {
+// writeSyscalls reports the SYSCALL doorbell's traffic from /init to the
+// shell's prompt (user space starting up, nobody typing), when govmm
+// offered it.
+func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	if !vm.SyscallDoorbell() {
 		return
 	}
-	n := vm.Accounting().Report().Total.ByCause[accounting.CauseSyscallDoorbell.String()]
-	for _, p := range ph {
-		if p.Name == "/init started" && total > p.At {
-			user := total - p.At
-			fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm in %v after /init (%.0f/s)\n",
-				n, user.Round(time.Millisecond), float64(n)/user.Seconds())
-			return
+	var from, to *vmm.PhaseRecord
+	for i := range ph {
+		switch ph[i].Name {
+		case "/init started":
+			from = &ph[i]
+		case "u-root shell":
+			to = &ph[i]
 		}
 	}
-	fmt.Fprintf(w, "SYSCALL doorbell: offered, %d guest SYSCALLs\n", n)
+	n := vm.Accounting().Report().Total.ByCause[accounting.CauseSyscallDoorbell.String()]
+	if from == nil || to == nil || to.At <= from.At {
+		fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm\n", n)
+		return
+	}
+	d, k := to.At-from.At, to.Syscalls-from.Syscalls
+	fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm; /init to shell prompt: %d in %v (%.0f/s)\n",
+		n, k, d.Round(time.Millisecond), float64(k)/d.Seconds())
 }
 
 func orNone(s string) string {
