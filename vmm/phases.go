@@ -39,7 +39,7 @@ type PhaseRecord struct {
 	// Syscalls is the guest SYSCALLs govmm completed through its doorbell
 	// since boot (0 where SYSCALL works without it).
 	Syscalls uint64 `json:"syscalls"`
-	Line  string        `json:"line"`
+	Line     string `json:"line"`
 }
 
 // Console watches the guest console line by line: it keeps the whole log
