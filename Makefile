@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run run-baremetal storm boot-big test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps guests build run shell run-baremetal storm boot-big test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -59,8 +59,14 @@ build: deps
 # phases and the exit accounting. MODE=off|physical|cluster|mixed, CPUS=N.
 MODE ?= cluster
 CPUS ?= 2
+# What "make run" types at the guest's u-root shell before powering it off.
+EXEC ?= irqstat; ipibench -n 20
 run: build kernel initramfs
-	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS)
+	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --exec '$(EXEC)'
+
+# The same guest with its u-root shell on this terminal (Ctrl-A x quits).
+shell: build kernel initramfs
+	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --timeout 0
 
 # Slow: govmm's kernel with 16 and 64 vCPUs in cluster and mixed mode, up
 # to /init (not part of 'make test').
