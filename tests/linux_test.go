@@ -3,9 +3,12 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -14,7 +17,7 @@ import (
 // reaches its u-root shell (every host with govmm's kernel: on emulating
 // ones through the SYSCALL doorbell), the script's steps are typed into it
 // and it must end by powering off; with no steps it is just powered off.
-func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) (vmm.LinuxState, *vmm.VM, vmm.Result) {
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) *linuxRun {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -76,7 +79,59 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	} else if govmmKernel {
 		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
 	}
-	return st, vm, res
+	return &linuxRun{st, vm, res, con.Log()}
+}
+
+// linuxRun is what a Linux boot left: the kernel's log parsed, the VM (for
+// its accounting), how it ended, and the whole console.
+type linuxRun struct {
+	st  vmm.LinuxState
+	vm  *vmm.VM
+	res vmm.Result
+	log string
+}
+
+// reStorm is the guest's storm summary (guest/linux/patches/0003).
+var reStorm = regexp.MustCompile(`govmm-ipistorm: (\d+) calls sent, (\d+) ran, (\d+) call-function interrupts taken, \d+ cycles/call: (.*)`)
+
+// checkStorm checks the kernel's IPI storm (section 4) against govmm's
+// counts: every call ran exactly once in the guest, and the call-function
+// interrupts the guest took (CAL) are exactly the call-function vectors
+// govmm injected in the section: none lost, none delivered twice.
+func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
+	t.Helper()
+	vm := lr.vm
+	m := reStorm.FindStringSubmatch(lr.log)
+	if m == nil {
+		t.Fatal("no storm summary in the console")
+	}
+	sent, _ := strconv.ParseUint(m[1], 10, 64)
+	ran, _ := strconv.ParseUint(m[2], 10, 64)
+	cal, _ := strconv.ParseUint(m[3], 10, 64)
+	if sent != uint64(cpus*n) || ran != sent || m[4] != "every call ran exactly once" {
+		t.Errorf("guest storm: %d sent, %d ran (%s), want %d each", sent, ran, m[4], cpus*n)
+	}
+	var sec *accounting.SectionReport
+	r := vm.Accounting().Report()
+	for i := range r.Sections {
+		if r.Sections[i].ID == 4 {
+			sec = &r.Sections[i]
+		}
+	}
+	if sec == nil {
+		t.Fatal("govmm has no section 4")
+	}
+	// CALL_FUNCTION_SINGLE_VECTOR 0xfb, CALL_FUNCTION_VECTOR 0xfc
+	inj := sec.Total.InjectedVec["0xfb"] + sec.Total.InjectedVec["0xfc"]
+	if inj != cal {
+		t.Errorf("govmm injected %d call-function vectors in the storm, the guest took %d call-function interrupts", inj, cal)
+	}
+	var delivered uint64
+	for _, d := range sec.Total.IPIDelivered {
+		delivered += d
+	}
+	t.Logf("storm: %d calls, %d call-function interrupts = %d injections; govmm: %d IPIs delivered, %d exits",
+		sent, cal, inj, delivered, sec.Total.Exits)
 }
 
 func tail(s string, n int) string {
@@ -90,8 +145,11 @@ func tail(s string, n int) string {
 // its IPIs go through govmm's PV trap, and Linux's stock PV EOI (served by
 // govmm) ends interrupts without EOI exits.
 func TestBootGovmmKernelPV(t *testing.T) {
-	_, vm, _ := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true,
-		vmm.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`)...)
+	lr := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true,
+		vmm.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
+			"ipibench -storm -n 200", `govmm counted \d+ IPIs`)...)
+	vm := lr.vm
+	checkStorm(t, lr, 2, 200)
 	r := vm.Accounting().Report()
 	if r.Total.IPISent["pv"] == 0 {
 		t.Errorf("no PV IPI sent: %v", r.Total.IPISent)
@@ -126,8 +184,11 @@ func TestBootGovmmKernel(t *testing.T) {
 			t.Parallel()
 			// In the shell: arithmetic (so the echoed command line cannot
 			// match), then govmm's irqstat (a Go program reading /proc).
-			_, vm, _ := bootLinux(t, kernel, true, mode, 2, false,
-				vmm.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`)...)
+			lr := bootLinux(t, kernel, true, mode, 2, false,
+				vmm.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`,
+					"ipibench -storm -n 100", `govmm counted \d+ IPIs`)...)
+			checkStorm(t, lr, 2, 100)
+			vm := lr.vm
 			r := vm.Accounting().Report()
 			p := r.Platform
 			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",

@@ -37,7 +37,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	kernel := fs.String("kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
 	initrd := fs.String("initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
 	appendArgs := fs.String("append", "", "extra kernel command-line arguments")
-	timeout := fs.Duration("timeout", 30*time.Minute, "stop the guest after this long")
+	timeout := fs.Duration("timeout", 30*time.Minute, "stop the guest after this long (0: never)")
 	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
 	quiet := fs.Bool("quiet", false, "do not echo the guest console")
 	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
