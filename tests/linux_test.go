@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +109,7 @@ func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
 	sent, _ := strconv.ParseUint(m[1], 10, 64)
 	ran, _ := strconv.ParseUint(m[2], 10, 64)
 	cal, _ := strconv.ParseUint(m[3], 10, 64)
-	if sent != uint64(cpus*n) || ran != sent || m[4] != "every call ran exactly once" {
+	if sent != uint64(cpus*n) || ran != sent || strings.TrimSpace(m[4]) != "every call ran exactly once" {
 		t.Errorf("guest storm: %d sent, %d ran (%s), want %d each", sent, ran, m[4], cpus*n)
 	}
 	var sec *accounting.SectionReport
