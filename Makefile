@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run run-baremetal boot-big test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps guests build run run-baremetal bench-ipi boot-big test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -73,6 +73,13 @@ boot-big: build kernel initramfs
 run-baremetal: build guests
 	@$(BIN) run --cpus 4 --timeout 5m $(GUESTS)/ipi.elf mode=x2apic-cluster rounds=2; \
 	s=$$?; [ $$s -eq 1 ] || { echo "guest status $$s (1 is PASS)"; exit 1; }
+
+# The exits-per-IPI table of the bare-metal IPI guest (README's "Exits per
+# IPI (bare metal)"): every mode, delivery path and multicast size on 65
+# vCPUs, about a minute here. BENCH_IPI_FLAGS adds flags (e.g. --cpus 1024
+# --modes x2apic-cluster,pv --dests 1,16,1023).
+bench-ipi: build guests
+	@$(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
 
 vet:
 	$(GO) vet ./...
