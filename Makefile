@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run shell run-baremetal storm boot-big test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps guests build run shell run-baremetal storm bench-ipi boot-big test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -86,11 +86,18 @@ run-baremetal: build guests
 # in each mode on 4 vCPUs, each checked exactly against govmm's accounting
 # (TestStorm sends 100,000 per mode; at ~3,000-7,000 IPIs/s here a million
 # takes minutes per mode). STORM_COUNT=N for another count,
-# STORM_RUN=TestStorm/user/x2apic-phys for one mode.
+# STORM_RUN=TestStorm/plain/x2apic-phys for one mode.
 STORM_COUNT ?= 1000000
 STORM_RUN   ?= TestStorm
 storm: guests
 	GOVMM_STORM_COUNT=$(STORM_COUNT) $(GO) test -race -count=1 -timeout 4h -run '$(STORM_RUN)' -v ./tests/
+
+# The exits-per-IPI table of the bare-metal IPI guest (README's "Exits per
+# IPI (bare metal)"): every mode, delivery path and multicast size on 65
+# vCPUs, about a minute here. BENCH_IPI_FLAGS adds flags (e.g. --cpus 1024
+# --modes x2apic-cluster,pv --dests 1,16,1023).
+bench-ipi: build guests
+	@$(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
 
 vet:
 	$(GO) vet ./...

@@ -2,6 +2,10 @@
 // table, a CSV file and SVG plots of exits per operation and cycles per
 // operation against the number of CPUs, one line per APIC mode. On an
 // emulating host cycles are emulation times, so the report leads with exits.
+//
+// IPITable is the bare-metal counterpart ('govmm bench-ipi'): exits per IPI
+// of the sender and of the receivers, per APIC mode, delivery path and
+// destination count, each against the minimum the guest code allows.
 package benchreport
 
 import (

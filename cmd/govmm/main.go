@@ -4,6 +4,7 @@
 //
 //	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] [--console-input=auto|stdin|none] KERNEL [ARGS...]
 //	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--console-input=auto|stdin|none]
+//	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--delivery plain,pveoi,avic] [--out DIR]
 //
 // The guest's serial console reads govmm's stdin when it is a terminal (in
 // raw mode; Ctrl-A x quits, Ctrl-A Ctrl-A sends Ctrl-A), a pipe or a file.
@@ -34,6 +35,10 @@ commands:
           the kernel's log, report boot phases and exits
   bench   boot govmm's kernel per APIC mode and CPU count with its IPI microbenchmark; write a
           report (Markdown, CSV, SVG) of exits and cycles per IPI operation
+  bench-ipi
+          run the bare-metal IPI guest (ipi.elf) per APIC mode, delivery path and multicast
+          destination count; write the exits-per-IPI table (sender and receivers, against the
+          minimum the guest code allows) as Markdown and CSV
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
 
 Run 'govmm <command> -h' for its flags.
@@ -56,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdTop(args[1:], stdout, stderr)
 	case "bench":
 		status, err = cmdBench(args[1:], stdout, stderr)
+	case "bench-ipi":
+		status, err = cmdBenchIPI(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

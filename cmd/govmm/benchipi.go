@@ -1,0 +1,499 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/vmm"
+)
+
+// ipiBenchModes are the table's modes: the ipi.elf mode= each one runs and
+// whether the VM offers x2APIC. "mixed" (IPIs cluster-addressed, device
+// interrupts physical) has no device interrupts in a bare-metal guest: its
+// IPIs take the x2APIC cluster ICR path, so it runs mode=x2apic-cluster.
+var ipiBenchModes = map[string]struct {
+	guest string
+	x2    bool
+}{
+	"xapic-phys":     {"xapic-phys", false},
+	"xapic-flat":     {"xapic-flat", false},
+	"xapic-cluster":  {"xapic-cluster", false},
+	"x2apic-phys":    {"x2apic-phys", true},
+	"x2apic-cluster": {"x2apic-cluster", true},
+	"mixed":          {"x2apic-cluster", true},
+	"pv":             {"pv", true},
+}
+
+// ipiDeliveries are the delivery paths: plain, plain with the guest using
+// PV EOI (vmm.Config.PVEOI), and AVIC-style delivery (vmm.Config.AVIC,
+// which implies PV EOI; the guest uses it).
+var ipiDeliveries = map[string]bool{"plain": true, "pveoi": true, "avic": true}
+
+const ipiBenchNote = `Cells: **sender exits per IPI / exits per receiving CPU**. The sender is
+the BSP; an IPI is one unicast send or one multicast to all its destinations
+(APIC IDs 1..N), however many ICR writes the mode needs for it. A receiver's
+figure is its exits in the section divided by the IPIs it received; the
+receivers halt between IPIs, so each delivery wakes a halted CPU (one HLT
+exit, no kick). A receiver's HLT exit is counted at the wake-up that ends
+it (its last halt in a section may otherwise fall after the section). Minimum (REFERENCE.md, from the guest code): sender, per ICR
+write, 3 exits in xAPIC (ICR idle read, ICR2, ICR) and 1 WRMSR in x2APIC;
+ICR writes per IPI: physical N, xAPIC flat 1, xAPIC cluster ceil(N/4),
+x2APIC cluster ceil(N/16), PV 1 (govmm's send-IPI MSR covers 4096 APIC IDs).
+Receiver: 1 EOI exit (0 with PV EOI) + 1 HLT per wake. [n] marks a figure
+above its minimum, with the reason below. **mixed** sends IPIs
+cluster-addressed while device interrupts stay physical; a bare-metal guest
+has no device interrupts here, so mixed is the x2APIC cluster ICR path
+(ipi.elf mode=x2apic-cluster, measured in runs of its own). Delivery:
+plain; pveoi = plain path with the guest's EOIs through PV EOI (--pv-eoi);
+avic = AVIC-style delivery (--avic, which implies PV EOI; the guest uses it).`
+
+// ipiBench is one 'govmm bench-ipi' configuration.
+type ipiBench struct {
+	cpus, rounds int
+	modes        []string
+	dests        []int
+	deliveries   []string
+	guest        []byte
+	timeout      time.Duration
+	progress     io.Writer
+}
+
+// ipiGuestPath is where 'make guests' puts ipi.elf.
+func ipiGuestPath() string {
+	d := os.Getenv("GOVMM_GUEST_DIR")
+	if d == "" {
+		d = filepath.Join(cacheDir(), "guest")
+	}
+	return filepath.Join(d, "ipi.elf")
+}
+
+// cmdBenchIPI is 'govmm bench-ipi': run ipi.elf once per mode, delivery
+// path and multicast destination count, and write the exits-per-IPI table.
+func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("bench-ipi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpus := fs.Int("cpus", 65, "vCPUs of each VM (1 to 1024; xAPIC modes need 255 or fewer)")
+	modeList := fs.String("modes", "xapic-phys,xapic-cluster,x2apic-phys,x2apic-cluster,mixed,pv",
+		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
+	destList := fs.String("dests", "1,2,4,16,32,64", "comma-separated multicast destination counts (APIC IDs 1..N)")
+	delList := fs.String("delivery", "plain,pveoi,avic", "comma-separated delivery paths: plain, pveoi, avic")
+	rounds := fs.Int("rounds", 2, "IPIs per destination in each section (ipi.elf rounds=)")
+	guest := fs.String("guest", ipiGuestPath(), "the ipi.elf guest")
+	out := fs.String("out", "govmm-bench-ipi", "directory for report.md and report.csv")
+	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: govmm bench-ipi [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() > 0 {
+		return 0, fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
+	}
+	b := ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
+	if b.cpus < 2 || b.cpus > 1024 {
+		return 0, fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
+	}
+	if b.rounds < 1 {
+		return 0, fmt.Errorf("--rounds must be at least 1")
+	}
+	for _, m := range strings.Split(*modeList, ",") {
+		m = strings.TrimSpace(m)
+		if _, ok := ipiBenchModes[m]; !ok {
+			return 0, fmt.Errorf("--modes: unknown mode %q", m)
+		}
+		b.modes = append(b.modes, m)
+	}
+	for _, d := range strings.Split(*delList, ",") {
+		d = strings.TrimSpace(d)
+		if !ipiDeliveries[d] {
+			return 0, fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
+		}
+		b.deliveries = append(b.deliveries, d)
+	}
+	for _, f := range strings.Split(*destList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 1023 {
+			return 0, fmt.Errorf("--dests: %q is not a destination count from 1 to 1023", f)
+		}
+		b.dests = append(b.dests, n)
+	}
+	sort.Ints(b.dests)
+	var err error
+	if b.guest, err = os.ReadFile(*guest); err != nil {
+		return 0, fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
+	}
+	start := time.Now()
+	tab, err := b.run()
+	if err != nil {
+		return 0, err
+	}
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
+		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
+		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeFile(filepath.Join(*out, "report.md"), func(w io.Writer) error { tab.WriteMarkdown(w); return nil }); err != nil {
+		return 0, err
+	}
+	if err := writeFile(filepath.Join(*out, "report.csv"), tab.WriteCSV); err != nil {
+		return 0, err
+	}
+	tab.WriteMatrix(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", *out)
+	return 0, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// run measures every case. Each mode and delivery path takes one run per
+// destination count; the unicast row comes from the first of them.
+func (b *ipiBench) run() (*benchreport.IPITable, error) {
+	tab := &benchreport.IPITable{Emulating: vmm.HostEmulates()}
+	total, i := len(b.modes)*len(b.deliveries)*len(b.dests), 0
+	for _, m := range b.modes {
+		gm := ipiBenchModes[m]
+		members := ipiMembers(gm.guest, b.cpus)
+		for _, del := range b.deliveries {
+			row := func(kind string, dests int) benchreport.IPIRow {
+				return benchreport.IPIRow{Mode: m, GuestMode: gm.guest, Delivery: del, Kind: kind, Dests: dests, CPUs: b.cpus}
+			}
+			if !gm.x2 && b.cpus > 255 {
+				why := fmt.Sprintf("%s needs 255 vCPUs or fewer (xAPIC IDs stop at 254)", m)
+				r := row("unicast", 1)
+				r.Skipped = why
+				tab.Rows = append(tab.Rows, r)
+				for _, d := range b.dests {
+					r := row("multicast", d)
+					r.Skipped = why
+					tab.Rows = append(tab.Rows, r)
+				}
+				i += len(b.dests)
+				fmt.Fprintf(b.progress, "[%d/%d] %s %s: skipped, %s\n", i, total, m, del, why)
+				continue
+			}
+			haveUni := false
+			for _, d := range b.dests {
+				i++
+				if d > members {
+					r := row("multicast", d)
+					r.Skipped = fmt.Sprintf("%s on %d vCPUs has %d APs to address (%s)", gm.guest, b.cpus, members, memberRule(gm.guest))
+					tab.Rows = append(tab.Rows, r)
+					fmt.Fprintf(b.progress, "[%d/%d] %s %s dests=%d: skipped, %s\n", i, total, m, del, d, r.Skipped)
+					continue
+				}
+				start := time.Now()
+				uni, multi, err := b.one(row("unicast", 1), row("multicast", d))
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s, dests=%d: %w", m, del, d, err)
+				}
+				if !haveUni {
+					tab.Rows = append(tab.Rows, uni)
+					haveUni = true
+				}
+				tab.Rows = append(tab.Rows, multi)
+				fmt.Fprintf(b.progress, "[%d/%d] %s %s dests=%d: %v; multicast sender %.2f exits/IPI, receiver %.2f/delivery\n",
+					i, total, m, del, d, time.Since(start).Round(time.Millisecond), multi.SenderPerIPI(), multi.RecvPerDelivery())
+			}
+			if !haveUni { // every count was too large: measure unicast alone
+				uni, _, err := b.one(row("unicast", 1), row("multicast", 0))
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s: %w", m, del, err)
+				}
+				tab.Rows = append(tab.Rows, uni)
+			}
+		}
+	}
+	return tab, nil
+}
+
+var reIPISummary = regexp.MustCompile(`# summary mode=(\S+) cpus=(\d+) rounds=(\d+) member_aps=(\d+) unicast=(\d+) multicast_dests=(\d+) multicast_icrs=(\d+)`)
+
+// one runs ipi.elf once and fills the unicast (section 1) and multicast
+// (section 2) rows.
+func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, benchreport.IPIRow, error) {
+	gm := ipiBenchModes[uni.Mode]
+	cmdline := fmt.Sprintf("mode=%s rounds=%d dests=%d", gm.guest, b.rounds, multi.Dests)
+	if uni.Delivery != "plain" {
+		cmdline += " pveoi=1"
+	}
+	con := vmm.NewConsole(nil, nil)
+	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
+		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
+	if !gm.x2 {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return uni, multi, err
+	}
+	defer vm.Close()
+	res := vm.Run(b.timeout)
+	log := con.Log()
+	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS ipi") {
+		return uni, multi, fmt.Errorf("ipi.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
+	}
+	m := reIPISummary.FindStringSubmatch(log)
+	if m == nil {
+		return uni, multi, fmt.Errorf("ipi.elf printed no summary with multicast_dests=: it predates dests=N, rebuild it ('make guests')")
+	}
+	unicasts, _ := strconv.ParseUint(m[5], 10, 64)
+	if d, _ := strconv.Atoi(m[6]); d != multi.Dests {
+		return uni, multi, fmt.Errorf("ipi.elf multicast to %d APs, asked for %d", d, multi.Dests)
+	}
+	secs := map[int]accounting.Section{}
+	for _, s := range vm.Accounting().Sections() {
+		secs[s.ID] = s
+	}
+	if err := b.fill(&uni, secs[1], unicasts); err != nil {
+		return uni, multi, fmt.Errorf("section 1: %w", err)
+	}
+	var multicasts uint64
+	if multi.Dests > 0 {
+		multicasts = uint64(b.rounds)
+	}
+	if err := b.fill(&multi, secs[2], multicasts); err != nil {
+		return uni, multi, fmt.Errorf("section 2: %w", err)
+	}
+	return uni, multi, nil
+}
+
+// fill reads one section's accounting into r: ipis is how many IPIs the
+// guest sent in it.
+func (b *ipiBench) fill(r *benchreport.IPIRow, sec accounting.Section, ipis uint64) error {
+	if len(sec.CPUs) != b.cpus {
+		return fmt.Errorf("govmm recorded no such section")
+	}
+	bsp := sec.CPUs[0]
+	// A receiver's HLT exit is counted when it halts, which for the last
+	// IPI of a section may fall after the section closed (the guest cannot
+	// wait for it); its wake-up is always inside, before the handler runs.
+	// So receivers' HLT exits are taken as the HLT exits that ended in the
+	// section: one per wake-up (halt ends each HLT exit with one).
+	var recv accounting.Snapshot
+	var injected uint64
+	for _, s := range sec.CPUs[1:] {
+		for c, n := range s.Exits {
+			recv.Exits[c] += n
+		}
+		recv.Exits[accounting.CauseHLT] += s.Wakeups - s.Exits[accounting.CauseHLT]
+		injected += s.Injected
+	}
+	for k := range bsp.IPISent {
+		r.Sends += bsp.IPISent[k]
+		r.Deliveries += bsp.IPIDelivered[k]
+	}
+	r.IPIs, r.SenderExit, r.RecvExit = ipis, bsp.Total(), recv.Total()
+	if want := ipis * uint64(r.Dests); r.Deliveries != want || injected != want {
+		return fmt.Errorf("%d IPIs to %d CPUs each: govmm delivered %d, injected %d on the APs; want %d",
+			ipis, r.Dests, r.Deliveries, injected, want)
+	}
+	ipiMinimum(r)
+	r.SenderWhy = senderWhy(*r, bsp)
+	r.RecvWhy = recvWhy(*r, recv)
+	return nil
+}
+
+// ipiMembers is how many APs ipi.elf can address in a mode: all but the
+// BSP, except in xAPIC logical modes (8 flat bits; 15 clusters of 4).
+func ipiMembers(guest string, cpus int) int {
+	switch guest {
+	case "xapic-flat":
+		return min(cpus, 8) - 1
+	case "xapic-cluster":
+		return min(cpus, 60) - 1
+	}
+	return cpus - 1
+}
+
+func memberRule(guest string) string {
+	switch guest {
+	case "xapic-flat":
+		return "flat logical IDs are 8 bits, one per CPU"
+	case "xapic-cluster":
+		return "xAPIC logical cluster: 15 clusters of 4, the BSP in cluster 0"
+	}
+	return "one per AP"
+}
+
+// accessesPerICR is the sender's exits per ICR write: xAPIC reads ICR
+// (idle), writes ICR2 and ICR; x2APIC and the PV MSR take one WRMSR.
+func accessesPerICR(guest string) int {
+	if strings.HasPrefix(guest, "xapic") {
+		return 3
+	}
+	return 1
+}
+
+// clusterSize is the logical cluster width of a mode (0: not clustered).
+func clusterSize(guest string) int {
+	switch guest {
+	case "xapic-cluster":
+		return 4
+	case "x2apic-cluster":
+		return 16
+	}
+	return 0
+}
+
+// ipiICRs is how many ICR writes ipi.elf makes for one IPI to APIC IDs
+// 1..dests: one per cluster the set touches in cluster modes.
+func ipiICRs(guest string, dests int) int {
+	switch {
+	case dests == 0:
+		return 0
+	case guest == "pv" || guest == "xapic-flat":
+		return 1
+	case clusterSize(guest) > 0:
+		return dests/clusterSize(guest) + 1 // clusters 0 .. dests/size
+	}
+	return dests
+}
+
+// minICRs is the fewest ICR writes any destination set of that size
+// needs (REFERENCE.md): a cluster-aligned set in cluster modes.
+func minICRs(guest string, dests int) int {
+	switch {
+	case dests == 0:
+		return 0
+	case guest == "pv":
+		return (dests-1)/4096 + 1 // one WRMSR per 4096-APIC-ID window
+	case guest == "xapic-flat":
+		return 1
+	case clusterSize(guest) > 0:
+		return (dests + clusterSize(guest) - 1) / clusterSize(guest)
+	}
+	return dests
+}
+
+// ipiMinimum sets r's minimum figures.
+func ipiMinimum(r *benchreport.IPIRow) {
+	k := accessesPerICR(r.GuestMode)
+	if r.Kind == "unicast" {
+		r.SenderMin = float64(k)
+	} else {
+		r.SenderMin = float64(k * minICRs(r.GuestMode, r.Dests))
+	}
+	r.RecvMin = 1 // the HLT the receiver woke from
+	if r.Delivery == "plain" {
+		r.RecvMin++ // its EOI
+	}
+}
+
+// sendCause is true for the exits of the send path itself.
+func sendCause(c accounting.Cause) bool {
+	n := c.String()
+	return strings.Contains(n, "_icr") || c == accounting.CauseMSRPVIPI
+}
+
+// byCause lists causes with their count per unit, largest first.
+func byCause(s accounting.Snapshot, per uint64, keep func(accounting.Cause) bool) string {
+	type cn struct {
+		name string
+		n    uint64
+	}
+	var l []cn
+	for c, n := range s.Exits {
+		if n != 0 && keep(accounting.Cause(c)) {
+			l = append(l, cn{accounting.Cause(c).String(), n})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].n != l[j].n {
+			return l[i].n > l[j].n
+		}
+		return l[i].name < l[j].name
+	})
+	var parts []string
+	for _, x := range l {
+		parts = append(parts, fmt.Sprintf("%s %s", x.name, strconv.FormatFloat(float64(x.n)/float64(per), 'f', -1, 64)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// senderWhy explains a sender figure above the minimum.
+func senderWhy(r benchreport.IPIRow, bsp accounting.Snapshot) string {
+	if r.IPIs == 0 {
+		return ""
+	}
+	k := accessesPerICR(r.GuestMode)
+	var why []string
+	if r.Kind == "multicast" {
+		if got, least := ipiICRs(r.GuestMode, r.Dests), minICRs(r.GuestMode, r.Dests); got > least {
+			why = append(why, fmt.Sprintf("APIC IDs 1..%d touch %d clusters of %d (cluster 0 also holds the BSP, ID 0): %d ICR writes, not ceil(%d/%d) = %d",
+				r.Dests, got, clusterSize(r.GuestMode), got, r.Dests, clusterSize(r.GuestMode), least))
+		}
+	}
+	var sends uint64
+	for c, n := range bsp.Exits {
+		if sendCause(accounting.Cause(c)) {
+			sends += n
+		}
+	}
+	if extra := r.SenderExit - sends; extra > 0 {
+		why = append(why, "exits besides the send path, per IPI: "+byCause(bsp, r.IPIs, func(c accounting.Cause) bool { return !sendCause(c) }))
+	}
+	if len(why) == 0 && float64(r.SenderExit) > float64(r.IPIs)*r.SenderMin {
+		why = append(why, fmt.Sprintf("%d send exits per ICR write expected, exits per IPI: %s", k,
+			byCause(bsp, r.IPIs, func(accounting.Cause) bool { return true })))
+	}
+	return strings.Join(why, "; ")
+}
+
+// recvWhy explains a receiver figure above the minimum: the causes per
+// delivery, with what the unexpected ones mean.
+func recvWhy(r benchreport.IPIRow, recv accounting.Snapshot) string {
+	if r.Deliveries == 0 {
+		return ""
+	}
+	s := "receivers' exits per delivery: " + byCause(recv, r.Deliveries, func(accounting.Cause) bool { return true })
+	var notes []string
+	if recv.Exits[accounting.CauseIRQWindow] > 0 {
+		notes = append(notes, "irq_window: the IPI came while the receiver could not take it (IF=0 or STI shadow)")
+	}
+	if recv.Exits[accounting.CauseKick]+recv.Exits[accounting.CauseKickSpurious] > 0 {
+		notes = append(notes, "kick: the receiver was in KVM_RUN, not halted, when the IPI came")
+	}
+	if r.Delivery != "plain" {
+		for c, n := range recv.Exits {
+			if n > 0 && strings.Contains(accounting.Cause(c).String(), "_eoi_") {
+				notes = append(notes, "EOI exits despite PV EOI: the VMM did not arm it (another interrupt pending)")
+				break
+			}
+		}
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/govmm/govmm/benchreport"
+)
+
+// TestBenchIPI runs 'govmm bench-ipi' on 5 vCPUs (destinations 1, 2 and 4)
+// in xAPIC physical and x2APIC cluster mode, plain and AVIC, and checks the
+// CSV: the sender's exits per IPI are exact (xAPIC 3 per ICR write, one ICR
+// per destination; x2APIC cluster one WRMSR for APIC IDs 1..4, all in
+// cluster 0), the receivers' are at least 1 HLT + 1 EOI (plain) or 1 HLT
+// (AVIC, PV EOI), and every delivery was counted.
+func TestBenchIPI(t *testing.T) {
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
+		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
+	} else {
+		f.Close()
+	}
+	guest := ipiGuestPath()
+	if _, err := os.Stat(guest); err != nil {
+		t.Fatalf("ipi.elf not built (run 'make guests'): %v", err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"bench-ipi", "--cpus", "5", "--dests", "4,1,2", "--modes", "xapic-phys,x2apic-cluster",
+		"--delivery", "plain,avic", "--guest", guest, "--out", out}, &stdout, &stderr)
+	if status != 0 {
+		t.Fatalf("bench-ipi exited %d:\n%s", status, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "| xapic-phys | plain | 3 / 2 | 3 / 2 | 6 / 2 | 12 / 2 |") {
+		t.Errorf("table on stdout lacks the xapic-phys plain line:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "[12/12] x2apic-cluster avic dests=4") {
+		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(md), "govmm bench-ipi --cpus 5") {
+		t.Errorf("report.md (%v) does not say how it was made:\n%s", err, md)
+	}
+	f, err := os.Open(filepath.Join(out, "report.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	// Sender exits per IPI, by mode and case ("u" unicast, else dests).
+	wantSender := map[string]map[string]float64{
+		"xapic-phys":     {"u": 3, "1": 3, "2": 6, "4": 12},
+		"x2apic-cluster": {"u": 1, "1": 1, "2": 1, "4": 1},
+	}
+	seen := 0
+	for _, r := range recs[1:] {
+		get := func(k string) string { return r[col[k]] }
+		num := func(k string) float64 {
+			v, err := strconv.ParseFloat(get(k), 64)
+			if err != nil {
+				t.Fatalf("CSV %s = %q: %v", k, get(k), err)
+			}
+			return v
+		}
+		key := get("dests")
+		if get("kind") == "unicast" {
+			key = "u"
+		}
+		name := fmt.Sprintf("%s/%s/%s", get("mode"), get("delivery"), key)
+		seen++
+		if got, want := num("sender_exits_per_ipi"), wantSender[get("mode")][key]; got != want {
+			t.Errorf("%s: sender %v exits per IPI, want exactly %v", name, got, want)
+		}
+		if got, want := num("sender_min"), wantSender[get("mode")][key]; got != want {
+			t.Errorf("%s: sender minimum %v, want %v", name, got, want)
+		}
+		recvMin := 2.0
+		if get("delivery") == "avic" {
+			recvMin = 1
+		}
+		if got := num("receiver_min"); got != recvMin {
+			t.Errorf("%s: receiver minimum %v, want %v", name, got, recvMin)
+		}
+		if got := num("receiver_exits_per_delivery"); got < recvMin {
+			t.Errorf("%s: receivers took %v exits per delivery, below the minimum %v", name, got, recvMin)
+		}
+		dests, _ := strconv.Atoi(get("dests"))
+		if ipis, deliv := num("ipis"), num("deliveries"); ipis == 0 || deliv != ipis*float64(dests) {
+			t.Errorf("%s: %v IPIs, %v deliveries (dests %d)", name, ipis, deliv, dests)
+		}
+	}
+	if seen != 16 {
+		t.Errorf("%d CSV rows, want 16 (2 modes x 2 deliveries x (unicast + 3 dest counts))", seen)
+	}
+}
+
+// TestIPIMinimum checks the minimum and the ICR writes ipi.elf makes for a
+// multicast to APIC IDs 1..N against REFERENCE.md's rules.
+func TestIPIMinimum(t *testing.T) {
+	for _, c := range []struct {
+		guest       string
+		dests       int
+		icrs, least int
+		sender      float64
+	}{
+		{"xapic-phys", 4, 4, 4, 12},
+		{"xapic-flat", 7, 1, 1, 3},
+		{"xapic-cluster", 3, 1, 1, 3},
+		{"xapic-cluster", 4, 2, 1, 3},   // IDs 1..4: clusters 0 and 1
+		{"xapic-cluster", 32, 9, 8, 24}, // IDs 1..32: clusters 0..8
+		{"x2apic-phys", 64, 64, 64, 64},
+		{"x2apic-cluster", 15, 1, 1, 1},
+		{"x2apic-cluster", 16, 2, 1, 1},
+		{"x2apic-cluster", 64, 5, 4, 4},
+		{"x2apic-cluster", 1023, 64, 64, 64},
+		{"pv", 1023, 1, 1, 1},
+	} {
+		if got := ipiICRs(c.guest, c.dests); got != c.icrs {
+			t.Errorf("%s to %d: ipi.elf makes %d ICR writes, want %d", c.guest, c.dests, got, c.icrs)
+		}
+		if got := minICRs(c.guest, c.dests); got != c.least {
+			t.Errorf("%s to %d: minimum %d ICR writes, want %d", c.guest, c.dests, got, c.least)
+		}
+		r := benchreport.IPIRow{GuestMode: c.guest, Kind: "multicast", Dests: c.dests, Delivery: "avic"}
+		ipiMinimum(&r)
+		if r.SenderMin != c.sender || r.RecvMin != 1 {
+			t.Errorf("%s to %d: minimum sender %v receiver %v, want %v and 1", c.guest, c.dests, r.SenderMin, r.RecvMin, c.sender)
+		}
+	}
+}
