@@ -106,7 +106,14 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 		return nil, err
 	}
 	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
+	// The benchmark runs before /init; at the shell, power off.
+	script, err := vmm.NewConsoleScript(con, vmm.ShellCommands()...)
+	if err != nil {
+		return nil, err
+	}
+	defer script.Close()
 	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = img, rd, con, 512<<20, bm.pvEOI, bm.avic
+	cfg.ConsoleInput = script
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return nil, err
