@@ -73,7 +73,7 @@ shell: build kernel initramfs
 boot-big: build kernel initramfs
 	@for n in 16 64; do for m in cluster mixed; do \
 	  echo "== $$m, $$n vCPUs"; \
-	  $(BIN) boot --quiet --x2apic=$$m --cpus $$n --mem 1G --json $(CACHE)/boot-$$m-$$n.json | sed -n '/^govmm boot/,/^kernel log/p' || exit 1; \
+	  $(BIN) boot --quiet --exec irqstat --x2apic=$$m --cpus $$n --mem 1G --json $(CACHE)/boot-$$m-$$n.json | sed -n '/^govmm boot/,/^kernel log/p' || exit 1; \
 	done; done
 
 # The bare-metal IPI guest in x2APIC cluster mode on 4 vCPUs, with its
