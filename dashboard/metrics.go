@@ -35,7 +35,7 @@ var (
 	descRemapFaults  = prometheus.NewDesc("govmm_remap_faults_total", "Interrupts the remapping unit blocked, by VT-d fault reason.", []string{"reason"}, nil)
 	descDeviceIRQs   = prometheus.NewDesc("govmm_device_irqs_total", "Device interrupts delivered, by destination mode.", []string{"dest_mode"}, nil)
 	descSectionExits = prometheus.NewDesc("govmm_section_exits_total", "Exits inside measured section (all vCPUs), by cause.", []string{"section", "cause"}, nil)
-	descInfo         = prometheus.NewDesc("govmm_info", "The VM: APIC mode and kernel; always 1.", []string{"mode", "kernel"}, nil)
+	descInfo         = prometheus.NewDesc("govmm_info", "The VM: APIC mode, kernel and interrupt delivery path; always 1.", []string{"mode", "kernel", "delivery"}, nil)
 	descCPUs         = prometheus.NewDesc("govmm_vcpus", "Number of vCPUs.", nil, nil)
 	descStarted      = prometheus.NewDesc("govmm_start_time_seconds", "When the VM started, in Unix seconds.", nil, nil)
 	descPhase        = prometheus.NewDesc("govmm_boot_phase_seconds", "When each boot milestone was reached, in seconds since the VM started.", []string{"phase"}, nil)
@@ -122,7 +122,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descSectionExits, n, strconv.Itoa(k.id), k.cause)
 	}
 	info := c.src.Info()
-	gauge(descInfo, 1, info.Mode, info.Kernel)
+	gauge(descInfo, 1, info.Mode, info.Kernel, info.Delivery)
 	gauge(descCPUs, float64(len(r.CPUs)))
 	if !info.Started.IsZero() {
 		gauge(descStarted, float64(info.Started.UnixNano())/1e9)

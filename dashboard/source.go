@@ -43,6 +43,10 @@ type Info struct {
 	CPUs    int       `json:"cpus"`
 	Kernel  string    `json:"kernel"`
 	Started time.Time `json:"started"`
+	// Delivery is the interrupt delivery path, "plain" or "avic".
+	Delivery string `json:"delivery"`
+	// SyscallDoorbell: guest SYSCALLs are completed by govmm (pvsyscall).
+	SyscallDoorbell bool `json:"syscall_doorbell"`
 }
 
 // VMSource adapts a running VM. con is the console the VM was built with
@@ -55,6 +59,10 @@ func VMSource(vm *vmm.VM, con *vmm.Console, info Info) Source {
 	if info.Started.IsZero() {
 		info.Started = time.Now()
 	}
+	if info.Delivery == "" {
+		info.Delivery = vm.Accounting().Delivery
+	}
+	info.SyscallDoorbell = info.SyscallDoorbell || vm.SyscallDoorbell()
 	return vmSource{vm: vm, con: con, info: info}
 }
 
