@@ -24,31 +24,24 @@ void mode_parse(void)
 	pveoi = param_u32("pveoi", 0);
 }
 
-static int has_pv_ipi(void)
+/* The feature word (EAX of leaf + 1) of the hypervisor interface whose
+ * signature (EBX, ECX, EDX of leaf) is b, c, d; 0 if the signature differs. */
+static u32 hv_features(u32 leaf, u32 b, u32 c, u32 d)
 {
 	u32 r[4];
-	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[2] != 0x766f476d || r[3] != 0x6f476d6d) /* "GovmmGovmmGo" */
+	cpuid(leaf, r);
+	if (r[1] != b || r[2] != c || r[3] != d)
 		return 0;
-	cpuid(0x40000101, r);
-	return r[0] & 1;
+	cpuid(leaf + 1, r);
+	return r[0];
 }
 
-static int has_pv_eoi(void)
-{
-	u32 r[4];
-	cpuid(0x40000000, r);
-	if (r[1] != 0x4b4d564b || r[2] != 0x564b4d56 || r[3] != 0x4d) /* "KVMKVMKVM" */
-		return 0;
-	cpuid(0x40000001, r);
-	return r[0] >> 6 & 1;
-}
-
+/* CPUID exits: ask only what the mode needs. */
 void mode_require(void)
 {
-	if (pveoi && !has_pv_eoi())
+	if (pveoi && !(hv_features(0x40000000, 0x4b4d564b, 0x564b4d56, 0x4d) >> 6 & 1))       /* "KVMKVMKVM" */
 		die("pveoi", "CPUID 0x40000001 bit 6 (PV EOI) is clear (run govmm with --pv-eoi)");
-	if (mode == PV && !has_pv_ipi())
+	if (mode == PV && !(hv_features(0x40000100, 0x6d766f47, 0x766f476d, 0x6f476d6d) & 1)) /* "GovmmGovmmGo" */
 		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
 	if (mode >= X2PHYS && !has_x2apic())
 		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
