@@ -88,8 +88,8 @@ static volatile u32 synced[MAXS];       /* [T]: rcvd[T] at T's last exit with IF
  * IDs), 16-byte aligned so it never crosses a page. */
 static u32 pvbm[MAXS][4] __attribute__((aligned(16)));
 
-/* EOI (pveoi=1: KVM's PV EOI, eoi_pv) first, so that once S sees the receipt the EOI exit is over (and
- * inside the section). */
+/* EOI first (pveoi=1: KVM's PV EOI, see eoi_pv), so that once S sees the
+ * receipt the EOI exit is over (and inside the section). */
 static void on_ipi(struct frame *f)
 {
 	int cpu = this_cpu();
