@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -49,13 +50,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := fs.Parse(args); err != nil {
 		return 0, err
 	}
-	var cpus []int
-	for _, f := range strings.Split(*cpuList, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 2 {
-			return 0, fmt.Errorf("--cpus: %q is not a vCPU count of 2 or more", f)
-		}
-		cpus = append(cpus, n)
+	cpus, err := intList(*cpuList, 2, math.MaxInt, "--cpus: %q is not a vCPU count of 2 or more")
+	if err != nil {
+		return 0, err
 	}
 	modes := strings.Split(*modeList, ",")
 	for _, m := range modes {
@@ -168,22 +165,11 @@ func isIPISend(cause string) bool {
 }
 
 func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {
+	if err := writeReport(dir, rep); err != nil {
+		return err
+	}
 	create := func(name string, write func(io.Writer) error) error {
-		f, err := os.Create(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if err := write(f); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	}
-	if err := create("report.md", func(w io.Writer) error { rep.WriteMarkdown(w); return nil }); err != nil {
-		return err
-	}
-	if err := create("report.csv", rep.WriteCSV); err != nil {
-		return err
+		return writeFile(filepath.Join(dir, name), write)
 	}
 	names := map[int]string{1: "unicast round trip", 2: "call-function on all other CPUs", 3: "flush_tlb_all"}
 	for sec, name := range names {
@@ -203,4 +189,42 @@ func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {
 	rep.WriteMarkdown(stdout)
 	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv, exits-section*.svg, cycles-section*.svg)\n", dir)
 	return nil
+}
+
+// intList parses a comma-separated flag value of whole numbers from lo to
+// hi; bad is the error for a field that is not one, with %q for the field.
+func intList(list string, lo, hi int, bad string) ([]int, error) {
+	var v []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf(bad, f)
+		}
+		v = append(v, n)
+	}
+	return v, nil
+}
+
+// writeReport writes a bench report's report.md and report.csv into dir.
+func writeReport(dir string, rep interface {
+	WriteMarkdown(io.Writer)
+	WriteCSV(io.Writer) error
+}) error {
+	if err := writeFile(filepath.Join(dir, "report.md"), func(w io.Writer) error { rep.WriteMarkdown(w); return nil }); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "report.csv"), rep.WriteCSV)
+}
+
+// writeFile creates path and fills it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

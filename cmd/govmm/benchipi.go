@@ -122,15 +122,11 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		b.deliveries = append(b.deliveries, d)
 	}
-	for _, f := range strings.Split(*destList, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 1023 {
-			return 0, fmt.Errorf("--dests: %q is not a destination count from 1 to 1023", f)
-		}
-		b.dests = append(b.dests, n)
+	var err error
+	if b.dests, err = intList(*destList, 1, 1023, "--dests: %q is not a destination count from 1 to 1023"); err != nil {
+		return 0, err
 	}
 	sort.Ints(b.dests)
-	var err error
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return 0, fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
 	}
@@ -145,10 +141,7 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return 0, err
 	}
-	if err := writeFile(filepath.Join(*out, "report.md"), func(w io.Writer) error { tab.WriteMarkdown(w); return nil }); err != nil {
-		return 0, err
-	}
-	if err := writeFile(filepath.Join(*out, "report.csv"), tab.WriteCSV); err != nil {
+	if err := writeReport(*out, tab); err != nil {
 		return 0, err
 	}
 	tab.WriteMatrix(stdout)
@@ -162,18 +155,6 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // run measures every case. Each mode and delivery path takes one run per

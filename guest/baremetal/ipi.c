@@ -29,15 +29,9 @@
  * masking, lowest-priority arbitration (logical modes) and, in x2APIC
  * modes, #GP on a reserved ICR bit. At the end every CPU's received count per
  * vector must equal what was sent to it. */
-#include "rt.h"
+#include "apicmode.h"
 
 const char guest_name[] = "ipi";
-
-enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, PV, NMODES };
-static const char *const mode_names[NMODES] = {
-	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv",
-};
-
 
 enum {                                  /* vectors, 0x40 + index into got[] */
 	V_UNI = 0x40, V_MULTI, V_CMD, V_LOWPRI, V_ALLBUT, V_TPR, V_BCAST, V_SELF, V_GP,
@@ -46,36 +40,21 @@ enum {                                  /* vectors, 0x40 + index into got[] */
 #define KICK_APS 3                      /* spinning APs burn host CPU: keep few */
 #define NV 16
 
-static int mode, logical;
 static u32 n, rounds, dests;            /* dests: multicast targets, APIC IDs 1..dests */
 
-/* govmm's PV send-IPI (pvipi package): WRMSR 0x4D564F50 with EAX = vector,
- * EDX = bitmap words, ESI = bitmap address, EDI = lowest APIC ID. One exit
- * sends to every APIC ID set in the bitmap. Receivers run x2APIC physical. */
-#define MSR_PV_SEND_IPI 0x4D564F50
+/* govmm's PV send-IPI (apicmode.h): one WRMSR, counted as one access.
+ * Receivers run x2APIC physical. */
 static u32 pv_bitmap[2 * 64] __attribute__((aligned(4096))); /* 64 words of 64 bits */
-
-static int has_pv_ipi(void)
-{
-	u32 r[4];
-	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[2] != 0x766f476d || r[3] != 0x6f476d6d) /* "GovmmGovmmGo" */
-		return 0;
-	cpuid(0x40000101, r);
-	return r[0] & 1;
-}
 
 static void pv_send(u32 vec)
 {
-	u32 words = (n + 63) / 64;
-	asm volatile("wrmsr" :: "c"(MSR_PV_SEND_IPI), "a"(vec), "d"(words), "S"(pv_bitmap), "D"(0) : "memory");
+	pv_send_ipi(vec, (n + 63) / 64, pv_bitmap);
 	apic_acc[this_cpu()]++;
 }
 static volatile u32 got[NV][MAX_CPUS];  /* handler runs, per vector and APIC ID */
 static volatile u32 tot[NV];            /* handler runs, per vector */
 static u32 sent[NV][MAX_CPUS];          /* IPIs the BSP addressed to each APIC ID */
 static volatile u32 want_tpr[MAX_CPUS]; /* V_CMD: the receiver sets its TPR */
-static volatile u32 setup_err[MAX_CPUS], setup_val[MAX_CPUS];
 static volatile u32 ready;
 static volatile u32 gp_expected, gp_seen;
 static u32 acc0[MAX_CPUS];
@@ -84,34 +63,18 @@ static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
 static u32 part_max = MAX_CPUS;         /* sections count APs up to this ID */
 /* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
  * before counting: once the BSP sees the count, the EOI exit is over. */
-/* pveoi=1: KVM's PV EOI ABI (CPUID 0x40000001 bit 6, MSR 0x4B564D04), as
- * Linux's kvm_guest_apic_eoi_write: if the VMM set our bit, clearing it is
- * the EOI (no exit); else a real EOI. Either counts as one EOI access in the
- * guest's own tally below. */
-#define MSR_KVM_PV_EOI_EN 0x4B564D04
-static int pveoi;
-static volatile u32 pveoi_word[MAX_CPUS] __attribute__((aligned(4)));
+/* pveoi=1: KVM's PV EOI (eoi_pv, apicmode.h): if the VMM set our bit,
+ * clearing it is the EOI (no exit); else a real EOI. Either counts as one
+ * EOI access in the guest's own tally below. */
 static volatile u32 pveoi_used[MAX_CPUS];
-
-static int has_pv_eoi(void)
-{
-	u32 r[4];
-	cpuid(0x40000000, r);
-	if (r[1] != 0x4b4d564b || r[2] != 0x564b4d56 || r[3] != 0x4d) /* "KVMKVMKVM" */
-		return 0;
-	cpuid(0x40000001, r);
-	return r[0] >> 6 & 1;
-}
 
 static void eoi(void)
 {
 	int cpu = this_cpu();
-	if (pveoi && (__atomic_fetch_and(&pveoi_word[cpu], ~1u, __ATOMIC_SEQ_CST) & 1)) {
+	if (eoi_pv(cpu)) {
 		pveoi_used[cpu]++;
 		apic_acc[cpu]++;
-		return;
 	}
-	apic_eoi();
 }
 
 static void on_ipi(struct frame *f)
@@ -140,22 +103,6 @@ static void on_gp(struct frame *f)
 	f->eip += 2;                    /* skip the faulting WRMSR (0F 30) */
 }
 
-/* APs with a logical ID of their own take part in unicast/multicast. */
-static int member(u32 id)
-{
-	return mode == XFLAT ? id < 8 : mode == XCLUSTER ? id < 60 : 1;
-}
-
-/* Logical destination naming exactly this CPU (its LDR). */
-static u32 logical_id(u32 id)
-{
-	switch (mode) {
-	case XFLAT:    return 1u << id;
-	case XCLUSTER: return (id / 4) << 4 | 1u << (id % 4);
-	default:       return (id >> 4) << 16 | 1u << (id & 15);   /* x2APIC */
-	}
-}
-
 static void send_to(u32 id, u32 vec)
 {
 	if (mode == PV) {
@@ -165,10 +112,7 @@ static void send_to(u32 id, u32 vec)
 		sent[vec - 0x40][id]++;
 		return;
 	}
-	if (logical)
-		apic_icr(logical_id(id), ICR_LOGICAL | vec);
-	else
-		apic_icr(id, vec);
+	icr_to(id, vec);
 	sent[vec - 0x40][id]++;
 }
 
@@ -177,30 +121,6 @@ static void wait_tot(u32 vec, u32 want, const char *what)
 	if (!WAIT(tot[vec - 0x40] >= want, 10))
 		die(what, "timeout: vector %x delivered %u times, want %u",
 		    vec, tot[vec - 0x40], want);
-}
-
-/* Per CPU, outside any section: APIC mode, software enable, logical ID. */
-static u32 setup_cpu(int idx)
-{
-	if (mode >= X2PHYS && !x2apic_enable()) {
-		setup_err[idx] = 1;
-		return ~0u;
-	}
-	u32 id = apic_id();
-	if (pveoi)
-		wrmsr(MSR_KVM_PV_EOI_EN, (u32)&pveoi_word[idx] | 1);
-	apic_write(APIC_SVR, 0x1FF);
-	apic_write(APIC_TPR, 0);
-	if (mode == XFLAT || mode == XCLUSTER) {
-		apic_write(APIC_DFR, mode == XFLAT ? 0xFFFFFFFF : 0x0FFFFFFF);
-		apic_write(APIC_LDR, id < MAX_CPUS && member(id) ? logical_id(id) << 24 : 0);
-	}
-	if (mode == X2CLUSTER) {        /* read-only, derived from the ID */
-		u32 ldr = apic_read(APIC_LDR);
-		if (ldr != logical_id(id))
-			setup_err[idx] = 2, setup_val[idx] = ldr;
-	}
-	return id;
 }
 
 static void ap_main(int idx)
@@ -277,17 +197,16 @@ static u32 multicast(u32 vec)
 		for (u32 id = 1; id < lim && id < 8; id++)
 			mask |= 1u << id, sent[vec - 0x40][id]++;
 		if (mask)
-			apic_icr(mask, ICR_LOGICAL | vec), icrs++;
+			apic_icr(logical_dest(0, mask), ICR_LOGICAL | vec), icrs++;
 	} else {                        /* one ICR per cluster: 4 (xAPIC) / 16 (x2APIC) */
-		u32 per = mode == XCLUSTER ? 4 : 16;
+		u32 per = logical_group();
 		for (u32 base = 0; base < lim; base += per) {
 			u32 mask = 0;
 			for (u32 id = base ? base : 1; id < base + per && id < lim; id++)
 				mask |= 1u << (id - base), sent[vec - 0x40][id]++;
 			if (!mask)
 				continue;
-			apic_icr(mode == XCLUSTER ? (base / 4) << 4 | mask : (base / 16) << 16 | mask,
-				 ICR_LOGICAL | vec);
+			apic_icr(logical_dest(base, mask), ICR_LOGICAL | vec);
 			icrs++;
 		}
 	}
@@ -307,7 +226,7 @@ static void set_tpr(u32 id, u32 tpr)    /* on another CPU, via V_CMD */
  * cluster 0). */
 static void lowprio_test(int strict)
 {
-	u32 lim = mode == XFLAT ? 8 : mode == XCLUSTER ? 4 : 16, mask = 0;
+	u32 lim = logical_group(), mask = 0;
 	if (lim > n)
 		lim = n;
 	if (lim < 2) {
@@ -347,36 +266,22 @@ static void lowprio_test(int strict)
 
 void test_main(void)
 {
-	const char *m = param("mode");
-	for (mode = 0; mode < NMODES && !(m && streq(m, mode_names[mode])); mode++)
-		;
-	if (mode == NMODES)
-		die("mode", "mode=%s: want xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster|pv",
-		    m ? m : "(missing)");
+	mode_parse();
 	const char *lp = param("lowprio"), *bc = param("bcast");
 	int strict = !(lp && streq(lp, "any")), x2 = mode >= X2PHYS;
-	logical = mode == XFLAT || mode == XCLUSTER || mode == X2CLUSTER;
 	int bcast_logical = logical && !(bc && streq(bc, "phys"));
 	rounds = param_u32("rounds", 2);
 	n = ncpus;
 	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
 	const char *ds = param("dests");
-	pveoi = param_u32("pveoi", 0);
-	if (pveoi && !has_pv_eoi())
-		die("pveoi", "CPUID 0x40000001 bit 6 (PV EOI) is clear (run govmm with --pv-eoi)");
-	if (mode == PV && !has_pv_ipi())
-		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
-	if (x2 && !has_x2apic())
-		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
+	mode_require();
 
 	for (int v = 0x40; v < 0x40 + NV; v++)
 		isr_table[v] = on_ipi;
 	isr_table[13] = on_gp;
 	isr_table[2] = on_nmi;
-	cpu_apicid[0] = setup_cpu(0);
-	if (setup_err[0] || cpu_apicid[0] != 0)
-		die("bsp setup", "APIC ID %u, error %u (LDR %x)", cpu_apicid[0], setup_err[0], setup_val[0]);
+	setup_bsp();
 	sti();                          /* the BSP receives in section 3 and self tests */
 
 	/* ---- bring-up (outside sections) ---- */
@@ -385,24 +290,12 @@ void test_main(void)
 		if (!WAIT(ready == n - 1, 60))
 			die("ap bring-up", "%u of %u APs ready", ready, n - 1);
 	}
-	static u8 seen[MAX_CPUS];
-	for (u32 i = 0; i < n; i++) {
-		u32 id = cpu_apicid[i];
-		if (setup_err[i])
-			die("ap setup", "cpu index %u: %s (LDR %x, want %x)", i,
-			    setup_err[i] == 1 ? "no x2APIC" : "x2APIC LDR not derived from the ID",
-			    setup_val[i], logical_id(id));
-		if (id >= n || seen[id])
-			die("apic ids", "cpu index %u has APIC ID %u: want distinct IDs 0..%u", i, id, n - 1);
-		seen[id] = 1;
-	}
+	check_cpus();
 	printf("ok %u cpus up, APIC IDs 0..%u, mode %s set on each\n", n, n - 1, mode_names[mode]);
 	if (mode == X2CLUSTER)
 		ok("x2apic cluster LDR = (id>>4)<<16 | 1<<(id&15) on every cpu");
 
-	u32 k = x2 ? 1 : 3, s = x2 ? 1 : 2, members = 0, icrs = 0, want;
-	for (u32 id = 1; id < n; id++)
-		members += member(id);
+	u32 k = x2 ? 1 : 3, s = x2 ? 1 : 2, members = mode_members(n) - 1, icrs = 0, want; /* APs */
 	dests = ds ? param_u32("dests", 0) : members;
 	if (dests > members)
 		die("dests", "dests=%u: mode %s on %u cpus has %u member APs", dests, mode_names[mode], n, members);
@@ -469,7 +362,7 @@ void test_main(void)
 		for (u32 id = 1; id <= part_max; id++) {
 			if (!member(id))
 				continue;
-			apic_icr(logical ? logical_id(id) : id, (logical ? ICR_LOGICAL : 0) | ICR_NMI);
+			icr_to(id, ICR_NMI);
 			if (!WAIT(nmis[id] == 1, 10))
 				die("nmi", "APIC ID %u took %u NMIs, want 1", id, nmis[id]);
 		}

@@ -55,14 +55,9 @@
  * At most 128 CPUs (vectors 0x40..0xBF); xapic-flat and xapic-cluster
  * receivers are the CPUs with a logical ID (APIC IDs < 8 / < 60), the others
  * only send. */
-#include "rt.h"
+#include "apicmode.h"
 
 const char guest_name[] = "storm";
-
-enum { XPHYS, XFLAT, XCLUSTER, X2PHYS, X2CLUSTER, PV, NMODES };
-static const char *const mode_names[NMODES] = {
-	"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv",
-};
 
 #define MAXS    128                     /* CPUs */
 #define MAXV    128                     /* slots: vectors VBASE..VBASE+127 */
@@ -74,7 +69,6 @@ static const char *const mode_names[NMODES] = {
 
 #define atomic_dec(p) __atomic_sub_fetch((p), 1, __ATOMIC_SEQ_CST)
 
-static int mode, logical;
 static u32 n, members, count, K;
 
 static volatile u32 sent[MAXV][MAXS];   /* [V][T]: written by V's sender */
@@ -89,53 +83,18 @@ static volatile u32 dry[MAXS];          /* [S]: attempts that found no credit */
 static volatile u32 seq_bad[MAXS], seq_v[MAXS], seq_sent[MAXS], seq_recv[MAXS];
 static volatile u32 ready, awake, go, done;
 static volatile u32 synced[MAXS];       /* [T]: rcvd[T] at T's last exit with IF=0 */
-static volatile u32 setup_err[MAX_CPUS];
 
-/* govmm's PV send-IPI, as ipi.c: WRMSR 0x4D564F50, EAX = vector, EDX =
- * bitmap words, ESI = bitmap address, EDI = lowest APIC ID. One bitmap per
- * sender: 2 words (128 IDs), 16-byte aligned so it never crosses a page. */
-#define MSR_PV_SEND_IPI 0x4D564F50
+/* govmm's PV send-IPI (apicmode.h), one bitmap per sender: 2 words (128
+ * IDs), 16-byte aligned so it never crosses a page. */
 static u32 pvbm[MAXS][4] __attribute__((aligned(16)));
 
-static int has_pv_ipi(void)
-{
-	u32 r[4];
-	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[2] != 0x766f476d || r[3] != 0x6f476d6d) /* "GovmmGovmmGo" */
-		return 0;
-	cpuid(0x40000101, r);
-	return r[0] & 1;
-}
-
-/* pveoi=1: KVM's PV EOI ABI, as ipi.c (clear our bit if the VMM set it). */
-#define MSR_KVM_PV_EOI_EN 0x4B564D04
-static int pveoi;
-static volatile u32 pveoi_word[MAX_CPUS] __attribute__((aligned(4)));
-
-static int has_pv_eoi(void)
-{
-	u32 r[4];
-	cpuid(0x40000000, r);
-	if (r[1] != 0x4b4d564b || r[2] != 0x564b4d56 || r[3] != 0x4d) /* "KVMKVMKVM" */
-		return 0;
-	cpuid(0x40000001, r);
-	return r[0] >> 6 & 1;
-}
-
-static void eoi(int cpu)
-{
-	if (pveoi && (__atomic_fetch_and(&pveoi_word[cpu], ~1u, __ATOMIC_SEQ_CST) & 1))
-		return;
-	apic_eoi();
-}
-
-/* EOI first, so that once S sees the receipt the EOI exit is over (and
- * inside the section). */
+/* EOI first (pveoi=1: KVM's PV EOI, see eoi_pv), so that once S sees the
+ * receipt the EOI exit is over (and inside the section). */
 static void on_ipi(struct frame *f)
 {
 	int cpu = this_cpu();
 	u32 me = cpu_apicid[cpu], v = f->vec - VBASE;
-	eoi(cpu);
+	eoi_pv(cpu);
 	u32 r = recv[me][v] + 1, want = sent[v][me];
 	if (want != r && !seq_bad[me])
 		seq_v[me] = v, seq_sent[me] = want, seq_recv[me] = r - 1, seq_bad[me] = 1;
@@ -150,40 +109,6 @@ static void on_wake(struct frame *f)
 	(void)f;
 	woken[this_cpu()] = 1;
 	apic_eoi();
-}
-
-static int member(u32 id)
-{
-	return id < members;
-}
-
-static u32 logical_id(u32 id)
-{
-	switch (mode) {
-	case XFLAT:    return 1u << id;
-	case XCLUSTER: return (id / 4) << 4 | 1u << (id % 4);
-	default:       return (id >> 4) << 16 | 1u << (id & 15);   /* x2APIC */
-	}
-}
-
-static u32 setup_cpu(int idx)
-{
-	if (mode >= X2PHYS && !x2apic_enable()) {
-		setup_err[idx] = 1;
-		return ~0u;
-	}
-	u32 id = apic_id();
-	if (pveoi)
-		wrmsr(MSR_KVM_PV_EOI_EN, (u32)&pveoi_word[idx] | 1);
-	apic_write(APIC_SVR, 0x1FF);
-	apic_write(APIC_TPR, 0);
-	if (mode == XFLAT || mode == XCLUSTER) {
-		apic_write(APIC_DFR, mode == XFLAT ? 0xFFFFFFFF : 0x0FFFFFFF);
-		apic_write(APIC_LDR, id < members ? logical_id(id) << 24 : 0);
-	}
-	if (mode == X2CLUSTER && apic_read(APIC_LDR) != logical_id(id))
-		setup_err[idx] = 2;
-	return id;
 }
 
 /* ---- the sender ---- */
@@ -212,7 +137,7 @@ static inline void reserve(u32 s, u32 v, u32 t)
 
 static void pv_send(u32 s, u32 v)
 {
-	asm volatile("wrmsr" :: "c"(MSR_PV_SEND_IPI), "a"(VBASE + v), "d"(2), "S"(pvbm[s]), "D"(0) : "memory");
+	pv_send_ipi(VBASE + v, 2, pvbm[s]);
 }
 
 static void send_one(u32 s, u32 v, u32 t)
@@ -222,10 +147,8 @@ static void send_one(u32 s, u32 v, u32 t)
 		pvbm[s][0] = pvbm[s][1] = pvbm[s][2] = pvbm[s][3] = 0;
 		pvbm[s][t / 32] = 1u << (t % 32);
 		pv_send(s, v);
-	} else if (logical) {
-		apic_icr(logical_id(t), ICR_LOGICAL | (VBASE + v));
 	} else {
-		apic_icr(t, VBASE + v);
+		icr_to(t, VBASE + v);
 	}
 	icrs[s] = icrs[s] + 1;
 }
@@ -252,13 +175,8 @@ static int unicast(u32 s, u32 *x, u32 op)
 static int multicast(u32 s, u32 *x, u32 left, u32 op)
 {
 	u32 v = s * K + op / 4 % K;
-	u32 per, base, lim, mask = 0, k = 0;
-	switch (mode) {
-	case XFLAT:     per = 8; break;
-	case XCLUSTER:  per = 4; break;
-	case X2CLUSTER: per = 16; break;
-	default:        per = members; break;  /* physical and pv: everyone */
-	}
+	u32 per = logical ? logical_group() : members; /* physical and pv: everyone */
+	u32 base, lim, mask = 0, k = 0;
 	base = rnd(x) % ((members + per - 1) / per) * per;
 	lim = base + per < members ? base + per : members;
 	if (mode == PV)
@@ -283,9 +201,7 @@ static int multicast(u32 s, u32 *x, u32 left, u32 op)
 		pv_send(s, v);
 		icrs[s] = icrs[s] + 1;
 	} else if (logical) {
-		u32 dest = mode == XCLUSTER ? (base / 4) << 4 | mask :
-			   mode == X2CLUSTER ? (base / 16) << 16 | mask : mask;
-		apic_icr(dest, ICR_LOGICAL | (VBASE + v));
+		apic_icr(logical_dest(base, mask), ICR_LOGICAL | (VBASE + v));
 		icrs[s] = icrs[s] + 1;
 	}
 	mcasts[s] = mcasts[s] + 1;
@@ -297,7 +213,7 @@ static int multicast(u32 s, u32 *x, u32 left, u32 op)
  * one is on its way, so it arrives at a running vCPU. */
 static void rest(u32 me)
 {
-	if (!member(me))
+	if (!member(me))        /* only sends */
 		return;
 	if (me % 2 == 0) {
 		cli();
@@ -407,47 +323,24 @@ static u32 show_seq(void)
 
 void test_main(void)
 {
-	const char *m = param("mode");
-	for (mode = 0; mode < NMODES && !(m && streq(m, mode_names[mode])); mode++)
-		;
-	if (mode == NMODES)
-		die("mode", "mode=%s: want xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster|pv",
-		    m ? m : "(missing)");
-	logical = mode == XFLAT || mode == XCLUSTER || mode == X2CLUSTER;
+	mode_parse();
 	count = param_u32("count", 1000000);
-	pveoi = param_u32("pveoi", 0);
 	n = ncpus;
 	K = n > MAXV ? 1 : MAXV / n > MAXK ? MAXK : MAXV / n;
-	members = mode == XFLAT ? (n < 8 ? n : 8) : mode == XCLUSTER ? (n < 60 ? n : 60) : n;
+	members = mode_members(n);
 	printf("# mode=%s count=%u pveoi=%d vectors_per_sender=%u\n", mode_names[mode], count, pveoi, K);
 	if (n < 2 || n > MAXS)
 		die("cpus", "%u CPUs: the storm needs 2..%u", n, MAXS);
-	if (pveoi && !has_pv_eoi())
-		die("pveoi", "CPUID 0x40000001 bit 6 (PV EOI) is clear (run govmm with --pv-eoi)");
-	if (mode == PV && !has_pv_ipi())
-		die("pv", "CPUID 0x40000100/0x40000101 announce no govmm PV send-IPI (run with --pv-ipi)");
-	if (mode >= X2PHYS && !has_x2apic())
-		die("x2apic", "CPUID.1:ECX bit 21 (x2APIC) is clear: mode=%s impossible", mode_names[mode]);
+	mode_require();
 
 	for (u32 v = 0; v < n * K; v++)
 		isr_table[VBASE + v] = on_ipi;
 	isr_table[V_WAKE] = on_wake;
-	cpu_apicid[0] = setup_cpu(0);
-	if (setup_err[0] || cpu_apicid[0] != 0)
-		die("bsp setup", "APIC ID %u, error %u", cpu_apicid[0], setup_err[0]);
+	setup_bsp();
 	smp_boot(ap_main);
 	if (!WAIT(ready == n - 1, 60))
 		die("ap bring-up", "%u of %u APs ready", ready, n - 1);
-	static u8 seen[MAXS];
-	for (u32 i = 0; i < n; i++) {
-		u32 id = cpu_apicid[i];
-		if (setup_err[i])
-			die("ap setup", "cpu index %u: %s", i, setup_err[i] == 1 ? "no x2APIC" :
-			    "x2APIC LDR not derived from the ID");
-		if (id >= n || seen[id])
-			die("apic ids", "cpu index %u has APIC ID %u: want distinct IDs 0..%u", i, id, n - 1);
-		seen[id] = 1;
-	}
+	check_cpus();
 	printf("ok %u cpus up, mode %s, %u receivers\n", n, mode_names[mode], members);
 
 	/* Wake the halted APs outside the section; they then spin on go. */
