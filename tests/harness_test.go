@@ -99,26 +99,15 @@ func runGuestWith(t *testing.T, name string, cpus int, x2apic bool, cmdline stri
 // runGuestFor is runGuestWith that stops the guest after timeout.
 func runGuestFor(t *testing.T, name string, cpus int, x2apic bool, cmdline string, edit func(*vmm.Config), timeout time.Duration) *guestRun {
 	t.Helper()
-	needKVM(t)
-	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var con syncBuffer
-	cfg := vmm.Config{CPUs: cpus, Kernel: img, Cmdline: cmdline, Console: &con, IOMMU: true, PVIPI: true}
+	cfg := vmm.Config{CPUs: cpus, Cmdline: cmdline, IOMMU: true, PVIPI: true}
 	if !x2apic {
 		cfg.X2APIC = vmm.X2APICOff
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	vm, err := vmm.New(cfg)
-	if err != nil {
-		t.Fatalf("vmm.New: %v", err)
-	}
-	defer vm.Close()
-	res := vm.Run(timeout)
-	g := &guestRun{Console: con.String(), Status: res.Status, Report: vm.Accounting().Report()}
+	vm, res, console := runGuestRaw(t, name, cfg, timeout)
+	g := &guestRun{Console: console, Status: res.Status, Report: vm.Accounting().Report()}
 	g.KVM, _ = vm.KVMStats()
 	if res.Err != nil {
 		t.Fatalf("%s %q on %d vCPUs: %v\nconsole:\n%s", name, cmdline, cpus, res.Err, g.Console)
@@ -131,6 +120,27 @@ func runGuestFor(t *testing.T, name string, cpus int, x2apic bool, cmdline strin
 		t.Fatalf("%s reported a failure:\n%s", name, g.Console)
 	}
 	return g
+}
+
+// runGuestRaw boots guest name with cfg (its kernel and console filled in)
+// and returns how it ended and what it printed, judging nothing: for
+// guests that must fail. The VM is closed when the test ends.
+func runGuestRaw(t *testing.T, name string, cfg vmm.Config, timeout time.Duration) (*vmm.VM, vmm.Result, string) {
+	t.Helper()
+	needKVM(t)
+	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var con syncBuffer
+	cfg.Kernel, cfg.Console = img, &con
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		t.Fatalf("vmm.New: %v", err)
+	}
+	t.Cleanup(vm.Close)
+	res := vm.Run(timeout)
+	return vm, res, con.String()
 }
 
 // exits is a cause's count in a report.

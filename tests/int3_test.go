@@ -2,8 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,19 +41,9 @@ func TestUnhandledInstruction(t *testing.T) {
 	if !vmm.HostEmulates() {
 		t.Skip("SKIP: on hardware virtualization pxor in the guest is a #UD, not an emulation failure")
 	}
-	img, err := os.ReadFile(filepath.Join(guestDir(t), "int3.elf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var con syncBuffer
-	vm, err := vmm.New(vmm.Config{CPUs: 1, Kernel: img, Cmdline: "bad=1", Console: &con})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Close()
-	res := vm.Run(time.Minute)
+	_, res, console := runGuestRaw(t, "int3.elf", vmm.Config{CPUs: 1, Cmdline: "bad=1"}, time.Minute)
 	if res.Err == nil {
-		t.Fatalf("the VM went on (status %d):\n%s", res.Status, con.String())
+		t.Fatalf("the VM went on (status %d):\n%s", res.Status, console)
 	}
 	msg := res.Err.Error()
 	for _, want := range []string{"vCPU 0", "pxor xmm0, xmm0", "66 0f ef c0", "RIP 0x", "64-bit mode"} {

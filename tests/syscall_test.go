@@ -2,8 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -39,22 +37,12 @@ func TestSyscallDoorbell(t *testing.T) {
 		if !vmm.HostEmulates() {
 			t.Skip("SKIP: with hardware virtualization SYSCALL works without the doorbell")
 		}
-		img, err := os.ReadFile(filepath.Join(guestDir(t), "syscall.elf"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var con syncBuffer
-		vm, err := vmm.New(vmm.Config{CPUs: 1, Kernel: img, Console: &con, SyscallDoorbell: vmm.DoorbellOff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer vm.Close()
-		res := vm.Run(time.Minute)
+		vm, res, console := runGuestRaw(t, "syscall.elf", vmm.Config{CPUs: 1, SyscallDoorbell: vmm.DoorbellOff}, time.Minute)
 		// The host's SYSCALL leaves CS at 0x33: fetching the supervisor-only
 		// kernel entry at CPL3 faults, with CS 0x33 in the frame.
-		if res.Status == 1 || !regexp.MustCompile(`FAIL no exception: vector \d+; frame \S+ \S+ 0:33 `).MatchString(con.String()) {
+		if res.Status == 1 || !regexp.MustCompile(`FAIL no exception: vector \d+; frame \S+ \S+ 0:33 `).MatchString(console) {
 			t.Errorf("without the doorbell the guest should see SYSCALL stay at CPL3 and fault (status %d):\n%s",
-				res.Status, con.String())
+				res.Status, console)
 		}
 		if got := exits(vm.Accounting().Report().CPUs[0], accounting.CauseSyscallDoorbell); got != 0 {
 			t.Errorf("doorbell exits with the doorbell off = %d, want 0", got)
