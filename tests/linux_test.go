@@ -54,13 +54,8 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	if err := st.Verify(m, cpus, pvIPI); err != nil {
 		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
 	}
-	var initAt time.Duration
-	var initSyscalls uint64
 	for _, p := range con.Reached() {
 		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
-		if p.Name == "/init started" {
-			initAt, initSyscalls = p.At, p.Syscalls
-		}
 	}
 	t.Logf("mode %q, remapping %q, %d CPUs, ended by %s", st.APICMode, st.IRQRemap, st.CPUsUp, res.How)
 	if script.Prompted() {
@@ -71,11 +66,9 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 		if res.How != "poweroff" {
 			t.Fatalf("the guest ended by %s (%v), want poweroff\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
 		}
-		for _, p := range con.Reached() {
-			if p.Name == "u-root shell" && p.At > initAt {
-				t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
-					(p.At - initAt).Round(time.Millisecond), p.Syscalls-initSyscalls, float64(p.Syscalls-initSyscalls)/(p.At-initAt).Seconds())
-			}
+		if d, n, ok := vmm.UserStartup(con.Reached()); ok {
+			t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
+				d.Round(time.Millisecond), n, float64(n)/d.Seconds())
 		}
 	} else if govmmKernel {
 		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))

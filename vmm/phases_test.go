@@ -29,6 +29,12 @@ func TestConsoleMilestones(t *testing.T) {
 			t.Fatalf("reached %q, want %q", got, want)
 		}
 	}
+	if d, _, ok := UserStartup(c.Reached()); !ok || d <= 0 {
+		t.Errorf("UserStartup = %v, %v: /init and the prompt were both reached", d, ok)
+	}
+	if _, _, ok := UserStartup(c.Reached()[:2]); ok {
+		t.Error("UserStartup ok without the prompt")
+	}
 	if c.Log() == "" {
 		t.Error("log lost")
 	}

@@ -24,11 +24,13 @@ type ScriptStep struct{ Wait, Send string }
 type ConsoleScript struct {
 	con   *Console
 	steps []ScriptStep
-	pr    *io.PipeReader
-	pw    *io.PipeWriter
-	done  atomic.Int32 // steps sent
-	stop  chan struct{}
-	once  atomic.Bool
+	waits []*regexp.Regexp // steps[i].Wait compiled; nil for ""
+
+	pr   *io.PipeReader
+	pw   *io.PipeWriter
+	done atomic.Int32 // steps sent
+	stop chan struct{}
+	once atomic.Bool
 }
 
 // ShellCommands is a script that runs each command at the shell's prompt,
@@ -46,12 +48,18 @@ func ShellCommands(pairs ...string) []ScriptStep {
 
 // NewConsoleScript starts typing steps into con's guest.
 func NewConsoleScript(con *Console, steps ...ScriptStep) (*ConsoleScript, error) {
-	for _, st := range steps {
-		if _, err := regexp.Compile(st.Wait); err != nil {
+	waits := make([]*regexp.Regexp, len(steps))
+	for i, st := range steps {
+		if st.Wait == "" {
+			continue
+		}
+		re, err := regexp.Compile(st.Wait)
+		if err != nil {
 			return nil, fmt.Errorf("console script: %w", err)
 		}
+		waits[i] = re
 	}
-	s := &ConsoleScript{con: con, steps: steps, stop: make(chan struct{})}
+	s := &ConsoleScript{con: con, steps: steps, waits: waits, stop: make(chan struct{})}
 	s.pr, s.pw = io.Pipe()
 	go s.run()
 	return s, nil
@@ -60,8 +68,8 @@ func NewConsoleScript(con *Console, steps ...ScriptStep) (*ConsoleScript, error)
 func (s *ConsoleScript) run() {
 	defer s.pw.Close()
 	off := 0
-	for _, st := range s.steps {
-		re := regexp.MustCompile(st.Wait)
+	for i, st := range s.steps {
+		re := s.waits[i]
 		for {
 			select {
 			case <-s.stop:
@@ -69,7 +77,7 @@ func (s *ConsoleScript) run() {
 			case <-time.After(100 * time.Millisecond):
 			}
 			log := s.con.Log()
-			if st.Wait == "" {
+			if re == nil {
 				if s.Prompted() {
 					off = len(log)
 					break
@@ -91,12 +99,8 @@ func (s *ConsoleScript) run() {
 
 // Prompted reports whether the guest's shell has shown its prompt.
 func (s *ConsoleScript) Prompted() bool {
-	for _, p := range s.con.Reached() {
-		if p.Name == "u-root shell" {
-			return true
-		}
-	}
-	return false
+	_, ok := Phase(s.con.Reached(), PhaseShell)
+	return ok
 }
 
 func (s *ConsoleScript) Read(p []byte) (int, error) { return s.pr.Read(p) }

@@ -174,21 +174,12 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	if !vm.SyscallDoorbell() {
 		return
 	}
-	var from, to *vmm.PhaseRecord
-	for i := range ph {
-		switch ph[i].Name {
-		case "/init started":
-			from = &ph[i]
-		case "u-root shell":
-			to = &ph[i]
-		}
-	}
 	n := vm.Accounting().Report().Total.ByCause[accounting.CauseSyscallDoorbell.String()]
-	if from == nil || to == nil || to.At <= from.At {
+	d, k, ok := vmm.UserStartup(ph)
+	if !ok {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm\n", n)
 		return
 	}
-	d, k := to.At-from.At, to.Syscalls-from.Syscalls
 	fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm; /init to shell prompt: %d in %v (%.0f/s)\n",
 		n, k, d.Round(time.Millisecond), float64(k)/d.Seconds())
 }
