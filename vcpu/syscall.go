@@ -2,7 +2,6 @@ package vcpu
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
@@ -61,12 +60,7 @@ func (v *VCPU) doorbell(write bool, data []byte) error {
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("SYSCALL doorbell: reading STAR/FMASK: %w", firstErr(err1, err2))
 	}
-	if traceDoorbell {
-		kgs, _ := v.kvm.GetMSR(0xC0000102)
-		fmt.Fprintf(os.Stderr, "doorbell cpu%d: rip %#x rcx %#x r11 %#x rflags %#x cs %#x/dpl%d ss %#x rsp %#x star %#x fmask %#x gs %#x kgs %#x fs %#x cr3 %#x efer %#x\n",
-			v.id, regs.RIP, regs.RCX, regs.R11, regs.RFLAGS, sregs.CS.Selector, sregs.CS.DPL, sregs.SS.Selector, regs.RSP, star, fmask,
-			sregs.GS.Base, kgs, sregs.FS.Base, sregs.CR3, sregs.EFER)
-	}
+
 	pvsyscall.Complete(regs, sregs, star, fmask, v.syscallEntry)
 
 	run.DirtyRegs |= kvm.SyncRegsGPR | kvm.SyncRegsSregs
@@ -100,8 +94,6 @@ func (v *VCPU) withdrawInjection() error {
 func pendingInterrupt(s *kvm.Sregs) bool {
 	return s.InterruptBitmap != [4]uint64{}
 }
-
-var traceDoorbell = os.Getenv("GOVMM_TRACE_DOORBELL") != ""
 
 func firstErr(errs ...error) error {
 	for _, e := range errs {
