@@ -1,10 +1,12 @@
 package vcpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 )
 
@@ -38,10 +40,52 @@ func (v *VCPU) dump(w io.Writer, run *kvm.Run) {
 		}
 		return "[" + strings.Join(vs, " ") + "]"
 	}
-	where := "(no exit)"
+	where, stack := "(no exit)", ""
+	var syms *ksyms.Table
+	if v.syms != nil {
+		syms = v.syms()
+	}
 	if run != nil {
-		where = fmt.Sprintf("RIP %#x IF %d exit %d", run.Sync.Regs.RIP, run.Sync.Regs.RFLAGS>>9&1, run.ExitReason)
+		r := &run.Sync.Regs
+		where = fmt.Sprintf("RIP %#x", r.RIP)
+		if n := syms.Name(r.RIP); n != "" {
+			where += " " + n
+		}
+		where += fmt.Sprintf(" CPL %d IF %d exit %d", run.Sync.Sregs.CS.DPL, r.RFLAGS>>9&1, run.ExitReason)
+		stack = v.stackNames(syms, &run.Sync.Sregs, r.RSP)
 	}
 	fmt.Fprintf(w, "vCPU %d: %s %s | APIC ID %d mode %d TPR %#x PPR %#x ISR %s IRR %s\n",
 		v.id, v.State(), where, st.ID, st.Mode, st.TPR, st.PPR, bits(st.ISR), bits(st.IRR))
+	if stack != "" {
+		fmt.Fprintf(w, "vCPU %d: stack %s\n", v.id, stack)
+	}
+}
+
+// Dump stack scan bounds: words read from RSP, names printed.
+const (
+	dumpStackWords = 256
+	dumpStackNames = 12
+)
+
+// stackNames scans the guest's kernel stack from rsp for words that fall
+// in kernel functions, the way Linux's own unreliable backtraces do ("?"
+// entries): with the ORC unwinder there are no frame pointers to follow,
+// and govmm has no ORC tables, so return addresses found on the stack are
+// the best available call chain. It stops at the first unmapped page.
+func (v *VCPU) stackNames(syms *ksyms.Table, s *kvm.Sregs, rsp uint64) string {
+	if syms == nil || s.CS.DPL != 0 {
+		return ""
+	}
+	var names []string
+	for i := uint64(0); i < dumpStackWords && len(names) < dumpStackNames; i++ {
+		la := rsp + 8*i
+		b, err := guestBytes(v.mem, s, la, 8)
+		if err != nil {
+			break
+		}
+		if n := syms.Name(binary.LittleEndian.Uint64(b)); n != "" {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, " < ")
 }

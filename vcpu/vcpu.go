@@ -13,6 +13,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
@@ -48,6 +49,10 @@ type Config struct {
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
 	// waits for INIT/SIPI.
 	Boot *EntryState
+	// Symbols gives the table that names guest kernel addresses in dumps,
+	// read on the first dump (a vmlinux's symbols take a moment to load);
+	// nil, or a nil table, prints bare addresses.
+	Symbols func() *ksyms.Table
 }
 
 // VCPU is one virtual CPU and its run loop.
@@ -74,6 +79,7 @@ type VCPU struct {
 	pid         int
 	wake        chan struct{}
 	dumpTo      atomic.Pointer[io.Writer]
+	syms        func() *ksyms.Table
 
 	pvEOI        bool   // PV EOI offered to the guest
 	pvEOIAddr    uint64 // guest-physical address of its PV EOI word; 0: off
@@ -95,7 +101,7 @@ func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs, pvEOI: c.PVEOI,
 		syscallDoorbell: c.SyscallDoorbell,
-		done:            c.Done, boot: c.Boot, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+		done:            c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1)}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
 	return v

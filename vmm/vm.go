@@ -10,6 +10,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/memory"
@@ -222,13 +223,19 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.cpus = make([]*vcpu.VCPU, n)
+	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
+	// not parse names nothing: it must not stop a kernel that loaded.
+	syms := sync.OnceValue(func() *ksyms.Table {
+		t, _ := ksyms.FromELF(vm.cfg.Kernel)
+		return t
+	})
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
 			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Mem: vm.mem, Done: vm.done}
 		if vm.cfg.PVIPI {
 			cfg.APICs = vm.apics
 		}
-		cfg.PVEOI, cfg.SyscallDoorbell = vm.cfg.PVEOI, vm.doorbell
+		cfg.PVEOI, cfg.SyscallDoorbell, cfg.Symbols = vm.cfg.PVEOI, vm.doorbell, syms
 		if i == 0 {
 			cfg.Boot = boot
 		}
