@@ -75,6 +75,41 @@ func TestSections(t *testing.T) {
 	}
 }
 
+// TestWithdrawn: an injection taken back at the SYSCALL doorbell leaves
+// Injected and the vector's count as before it and is counted on its own,
+// in the snapshot, sections, JSON and table.
+func TestWithdrawn(t *testing.T) {
+	a := NewVM(2)
+	a.Mark(0, 3)
+	a.CPUs[1].Inject(0xec)
+	a.CPUs[1].Inject(0xfb)
+	a.CPUs[1].Withdraw(0xec)
+	a.CPUs[1].PVEOIs.Add(1)
+	a.Mark(0, 0)
+	r := a.Report()
+	c := r.CPUs[1]
+	if c.Injected != 1 || c.InjectedVec["0xec"] != 0 || c.InjectedVec["0xfb"] != 1 || c.Withdrawn != 1 {
+		t.Errorf("CPU 1: injected %d %v, withdrawn %d; want 1, {0xfb:1}, 1", c.Injected, c.InjectedVec, c.Withdrawn)
+	}
+	if r.Total.Withdrawn != 1 || r.Sections[0].Total.Withdrawn != 1 || r.CPUs[0].Withdrawn != 0 {
+		t.Errorf("withdrawn: total %d, section %d, CPU 0 %d", r.Total.Withdrawn, r.Sections[0].Total.Withdrawn, r.CPUs[0].Withdrawn)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"withdrawn": 1`) {
+		t.Errorf("JSON lacks the withdrawn count:\n%s", buf.String())
+	}
+	buf.Reset()
+	r.WriteTable(&buf)
+	for _, want := range []string{"withdrawn_at_syscall_doorbell  1", "pv_eois                        1"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
 func BenchmarkExit(b *testing.B) {
 	a := NewVM(1)
 	b.ReportAllocs()

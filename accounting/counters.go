@@ -51,6 +51,7 @@ type Snapshot struct {
 	KicksSent    uint64
 	Wakeups      uint64
 	PVEOIs       uint64
+	Withdrawn    uint64
 }
 
 // Snapshot copies the counters (each one atomically, the set not).
@@ -71,6 +72,7 @@ func (v *VCPU) Snapshot() Snapshot {
 	s.KicksSent = v.KicksSent.Load()
 	s.Wakeups = v.Wakeups.Load()
 	s.PVEOIs = v.PVEOIs.Load()
+	s.Withdrawn = v.Withdrawn.Load()
 	return s
 }
 
@@ -92,6 +94,7 @@ func (s Snapshot) Sub(o Snapshot) Snapshot {
 	d.KicksSent -= o.KicksSent
 	d.Wakeups -= o.Wakeups
 	d.PVEOIs -= o.PVEOIs
+	d.Withdrawn -= o.Withdrawn
 	return d
 }
 

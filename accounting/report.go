@@ -36,6 +36,9 @@ type CPUReport struct {
 	KicksSent   uint64            `json:"kicks_sent"`
 	Wakeups     uint64            `json:"wakeups"`
 	PVEOIs      uint64            `json:"pv_eois,omitempty"`
+	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
+	// have delivered them at CPL0 on the user stack); not in Injected.
+	Withdrawn uint64 `json:"withdrawn,omitempty"`
 }
 
 // SectionReport is one measured section.
@@ -47,7 +50,7 @@ type SectionReport struct {
 
 func cpuReport(cpu int, s Snapshot) CPUReport {
 	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, Injected: s.Injected,
-		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs}
+		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs, Withdrawn: s.Withdrawn}
 	for c, n := range s.Exits {
 		if n != 0 {
 			r.ByCause[Cause(c).String()] = n
@@ -91,6 +94,7 @@ func sum(snaps []Snapshot) Snapshot {
 		t.KicksSent += s.KicksSent
 		t.Wakeups += s.Wakeups
 		t.PVEOIs += s.PVEOIs
+		t.Withdrawn += s.Withdrawn
 	}
 	return t
 }
@@ -213,6 +217,10 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
+	if t := r.Total; t.PVEOIs+t.Withdrawn > 0 {
+		writeCounts(w, "interrupts ended or taken back without an exit", map[string]uint64{
+			"pv_eois": t.PVEOIs, "withdrawn_at_syscall_doorbell": t.Withdrawn})
+	}
 	p := r.Platform
 	if p.IOAPICFired+p.MSIs+p.Remapped+p.RemapFaults > 0 {
 		writeCounts(w, "device interrupts", map[string]uint64{"ioapic_fired": p.IOAPICFired,

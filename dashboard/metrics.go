@@ -23,6 +23,8 @@ var (
 	descNMIs         = prometheus.NewDesc("govmm_nmis_injected_total", "NMIs injected into the vCPU.", []string{"cpu"}, nil)
 	descKicks        = prometheus.NewDesc("govmm_kicks_total", "Kicks (signal + immediate_exit) aimed at the vCPU.", []string{"cpu"}, nil)
 	descWakeups      = prometheus.NewDesc("govmm_wakeups_total", "Times the vCPU left HLT or wait-for-SIPI.", []string{"cpu"}, nil)
+	descPVEOIs       = prometheus.NewDesc("govmm_pv_eois_total", "EOIs the guest did through KVM's PV EOI (no exit).", []string{"cpu"}, nil)
+	descWithdrawn    = prometheus.NewDesc("govmm_injections_withdrawn_total", "Injections taken back at the SYSCALL doorbell (injected again later).", []string{"cpu"}, nil)
 	descState        = prometheus.NewDesc("govmm_vcpu_state", "1 for the state the vCPU is in, 0 for the others.", []string{"cpu", "state"}, nil)
 	descTPR          = prometheus.NewDesc("govmm_apic_tpr", "The LAPIC's task priority register.", []string{"cpu"}, nil)
 	descPPR          = prometheus.NewDesc("govmm_apic_ppr", "The LAPIC's processor priority register.", []string{"cpu"}, nil)
@@ -43,7 +45,7 @@ var (
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descInjected, descNMIs, descKicks,
-		descWakeups, descState, descTPR, descPPR, descIRR, descISR, descIOAPICFired, descIOAPICLost, descMSIs,
+		descWakeups, descPVEOIs, descWithdrawn, descState, descTPR, descPPR, descIRR, descISR, descIOAPICFired, descIOAPICLost, descMSIs,
 		descRemapped, descRemapFaults, descDeviceIRQs, descSectionExits, descInfo, descCPUs, descStarted, descPhase} {
 		ch <- d
 	}
@@ -74,6 +76,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descNMIs, cpu.NMIs, id)
 		counter(descKicks, cpu.KicksSent, id)
 		counter(descWakeups, cpu.Wakeups, id)
+		counter(descPVEOIs, cpu.PVEOIs, id)
+		counter(descWithdrawn, cpu.Withdrawn, id)
 	}
 	for _, v := range c.src.CPUs() {
 		id := strconv.Itoa(v.CPU)

@@ -58,6 +58,9 @@ type Counters struct {
 	NMIs                uint64  `json:"nmis"`
 	Kicks               uint64  `json:"kicks"`
 	Wakeups             uint64  `json:"wakeups"`
+	PVEOIs              uint64  `json:"pv_eois"`
+	// Injections withdrawn at the SYSCALL doorbell (not in Injected).
+	Withdrawn uint64 `json:"withdrawn"`
 	// (LAPIC EOI + kick + HLT exits) / injected vectors, 0 before any.
 	ReceiverExitsPerInjection float64 `json:"receiver_exits_per_injection"`
 }
@@ -126,7 +129,8 @@ func vectors(r [8]uint32) []int {
 func counters(live accounting.CPUReport, prev, cur *accounting.CPUReport, dt float64) Counters {
 	c := Counters{Exits: live.Exits, ByCause: nonNil(live.ByCause), ByCausePerSec: map[string]float64{},
 		ByClassPerSec: map[string]float64{}, IPISent: nonNil(live.IPISent), IPIDelivered: nonNil(live.IPIDelivered),
-		Injected: live.Injected, NMIs: live.NMIs, Kicks: live.KicksSent, Wakeups: live.Wakeups}
+		Injected: live.Injected, NMIs: live.NMIs, Kicks: live.KicksSent, Wakeups: live.Wakeups,
+		PVEOIs: live.PVEOIs, Withdrawn: live.Withdrawn}
 	for _, n := range classNames {
 		c.ByClassPerSec[n] = 0
 	}
