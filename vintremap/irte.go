@@ -71,7 +71,7 @@ func (u *Unit) remap(index uint32, sid uint16, p *post) (vlapic.Message, error) 
 	if !u.irt.eime {
 		m.Dest = uint32(lo >> 40 & 0xFF)
 	}
-	redirectionHint(&m, lo&irteRH != 0)
+	vlapic.RedirectionHint(&m, lo&irteRH != 0)
 	return m, nil
 }
 
@@ -101,13 +101,4 @@ func (u *Unit) checkIRTE(lo, hi uint64, sid uint16) uint8 {
 		return ReasonSourceID // SVT 3 is reserved
 	}
 	return 0
-}
-
-// redirectionHint applies RH: with a logical destination, a fixed interrupt
-// goes to one CPU of the set, i.e. lowest priority (what KVM does with
-// msi_redir_hint). A physical destination names one CPU already.
-func redirectionHint(m *vlapic.Message, rh bool) {
-	if rh && m.DestMode == vlapic.Logical && m.Delivery == vlapic.Fixed {
-		m.Delivery = vlapic.LowestPriority
-	}
 }

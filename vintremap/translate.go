@@ -14,8 +14,6 @@ const (
 	msiRemappable = 1 << 4
 	msiSHV        = 1 << 3
 	msiHandle15   = 1 << 2
-	msiRH         = 1 << 3
-	msiDM         = 1 << 2
 )
 
 // RTE bits.
@@ -49,7 +47,7 @@ func (u *Unit) translateMSI(addr, data uint32, sid uint16, p *post) (vlapic.Mess
 		if err := u.compatible(sid, p); err != nil {
 			return vlapic.Message{}, err
 		}
-		return decodeMSI(addr, data), nil
+		return vlapic.DecodeCompatMSI(addr, data), nil
 	}
 	index := addr>>5&0x7FFF | addr&msiHandle15<<13
 	if data>>16 != 0 {
@@ -93,21 +91,4 @@ func (u *Unit) compatible(sid uint16, p *post) error {
 	}
 	u.stats.Passthrough++
 	return nil
-}
-
-// decodeMSI decodes a compatibility-format (xAPIC) MSI: destination 19:12,
-// RH bit 3, DM bit 2; vector 7:0, delivery mode 10:8, level 14, trigger 15.
-// An edge MSI always asserts.
-func decodeMSI(addr, data uint32) vlapic.Message {
-	m := vlapic.Message{
-		Vector:   uint8(data),
-		Delivery: vlapic.DeliveryMode(data >> 8 & 7),
-		DestMode: vlapic.DestMode(addr >> 2 & 1),
-		Trigger:  vlapic.Trigger(data >> 15 & 1),
-		Dest:     addr >> 12 & 0xFF,
-		Source:   -1,
-	}
-	m.Assert = m.Trigger == vlapic.Edge || data&(1<<14) != 0
-	redirectionHint(&m, addr&msiRH != 0)
-	return m
 }

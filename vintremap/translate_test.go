@@ -144,7 +144,7 @@ func TestCompatibilityFormat(t *testing.T) {
 	_, err = r.u.TranslateMSI(addr, data, 0)
 	wantFault(t, err, ReasonCompatBlocked)
 	// Edge MSIs assert whatever bit 14 says.
-	if m := decodeMSI(0xFEE00000, 0x30); !m.Assert {
+	if m := vlapic.DecodeCompatMSI(0xFEE00000, 0x30); !m.Assert {
 		t.Fatal("edge MSI without bit 14 does not assert")
 	}
 }

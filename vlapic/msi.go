@@ -8,26 +8,35 @@ const (
 	MSIAddrBase     = 0xFEE00000
 	MSIAddrMask     = 0xFFF00000
 	msiAddrDestMode = 1 << 2 // 1: logical
+	msiAddrRH       = 1 << 3 // redirection hint
 	msiAddrRemap    = 1 << 4 // VT-d remappable format: not decodable here
 	msiDataTrigger  = 1 << 15
 	msiDataAssert   = 1 << 14
 )
 
 // DecodeMSI decodes a compatibility-format MSI. ok is false when the
-// address is not in the interrupt range or is in remappable format. The
-// destination is 8 bits (address 19:12); the redirection hint (bit 3) is
-// treated as the SDM allows, by the delivery mode alone.
-//
-// Left out: KVM's extended destination ID (address bits 11:5 as
-// destination bits 14:8), which needs KVM_FEATURE_MSI_EXT_DEST_ID.
+// address is not in the interrupt range or is in remappable format (which
+// only a remapping unit can translate).
 func DecodeMSI(addr uint64, data uint32) (m Message, ok bool) {
 	if addr&MSIAddrMask != MSIAddrBase || addr&msiAddrRemap != 0 {
 		return Message{}, false
 	}
-	m = Message{
+	return DecodeCompatMSI(uint32(addr), data), true
+}
+
+// DecodeCompatMSI decodes the fields of a compatibility-format MSI whose
+// address is known to be in the interrupt range: destination 19:12, RH
+// bit 3, DM bit 2; vector 7:0, delivery mode 10:8, level 14, trigger 15.
+// An edge MSI always asserts. Bit 4 is not looked at: a remapping unit
+// that is off treats every interrupt request as compatibility format.
+//
+// Left out: KVM's extended destination ID (address bits 11:5 as
+// destination bits 14:8), which needs KVM_FEATURE_MSI_EXT_DEST_ID.
+func DecodeCompatMSI(addr, data uint32) Message {
+	m := Message{
 		Vector:   uint8(data),
 		Delivery: DeliveryMode(data >> 8 & 7),
-		Dest:     uint32(addr >> 12 & 0xFF),
+		Dest:     addr >> 12 & 0xFF,
 		Source:   -1,
 		Assert:   true,
 	}
@@ -38,5 +47,16 @@ func DecodeMSI(addr uint64, data uint32) (m Message, ok bool) {
 		m.Trigger = Level
 		m.Assert = data&msiDataAssert != 0
 	}
-	return m, true
+	RedirectionHint(&m, addr&msiAddrRH != 0)
+	return m
+}
+
+// RedirectionHint applies an MSI's or IRTE's RH bit: with a logical
+// destination, a fixed interrupt goes to one CPU of the set, i.e. lowest
+// priority (what KVM does with msi_redir_hint). A physical destination
+// names one CPU already.
+func RedirectionHint(m *Message, rh bool) {
+	if rh && m.DestMode == Logical && m.Delivery == Fixed {
+		m.Delivery = LowestPriority
+	}
 }

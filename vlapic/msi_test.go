@@ -13,6 +13,11 @@ func TestDecodeMSI(t *testing.T) {
 		{0xFEE0F004, 0x0155, true, Message{Vector: 0x55, Delivery: LowestPriority, DestMode: Logical, Dest: 0x0F, Source: -1, Assert: true}},
 		{0xFEE00000, 0xC061, true, Message{Vector: 0x61, Trigger: Level, Dest: 0, Source: -1, Assert: true}},
 		{0xFEE00000, 0x8061, true, Message{Vector: 0x61, Trigger: Level, Dest: 0, Source: -1}},
+		// RH with a logical destination: one CPU of the set (lowest priority).
+		{0xFEE0F00C, 0x0041, true, Message{Vector: 0x41, Delivery: LowestPriority, DestMode: Logical, Dest: 0x0F, Source: -1, Assert: true}},
+		// RH with a physical destination: one CPU already.
+		{0xFEE03008, 0x0041, true, Message{Vector: 0x41, Dest: 3, Source: -1, Assert: true}},
+		{0xFEE0F00C, 0x0441, true, Message{Vector: 0x41, Delivery: NMI, DestMode: Logical, Dest: 0x0F, Source: -1, Assert: true}},
 		{0xFEE00010, 0x0041, false, Message{}}, // remappable format
 		{0xFEC00000, 0x0041, false, Message{}}, // not the interrupt range
 	}
