@@ -71,19 +71,29 @@ const (
 // in kernel functions, the way Linux's own unreliable backtraces do ("?"
 // entries): with the ORC unwinder there are no frame pointers to follow,
 // and govmm has no ORC tables, so return addresses found on the stack are
-// the best available call chain. It stops at the first unmapped page.
+// the best available call chain. Words are 8 bytes in 64-bit code, 4 in
+// 32-bit code. It stops at the first unmapped page.
 func (v *VCPU) stackNames(syms *ksyms.Table, s *kvm.Sregs, rsp uint64) string {
 	if syms == nil || s.CS.DPL != 0 {
 		return ""
 	}
+	word := uint64(8)
+	if s.CS.L == 0 {
+		word, rsp = 4, rsp&0xFFFFFFFF
+	}
 	var names []string
 	for i := uint64(0); i < dumpStackWords && len(names) < dumpStackNames; i++ {
-		la := rsp + 8*i
-		b, err := guestBytes(v.mem, s, la, 8)
+		b, err := guestBytes(v.mem, s, rsp+word*i, word)
 		if err != nil {
 			break
 		}
-		if n := syms.Name(binary.LittleEndian.Uint64(b)); n != "" {
+		var w uint64
+		if word == 8 {
+			w = binary.LittleEndian.Uint64(b)
+		} else {
+			w = uint64(binary.LittleEndian.Uint32(b))
+		}
+		if n := syms.Name(w); n != "" {
 			names = append(names, n)
 		}
 	}
