@@ -21,10 +21,11 @@ Console input (--console-input): auto connects govmm's stdin to the guest's
 serial console (COM1) when stdin is a terminal, a pipe or a file; stdin
 connects it whatever it is; none gives the guest no input.
 
+SIGINT, SIGTERM, SIGHUP or SIGQUIT stop the guest, print the report and
+exit with status 2 (a second signal acts as usual), whatever the input.
 A terminal is put in raw mode while the guest runs (Ctrl-C, Ctrl-Z and
-Ctrl-\ go to the guest) and restored when govmm ends, also on errors and on
-SIGINT, SIGTERM, SIGHUP or SIGQUIT, which stop the guest, print the report
-and exit with status 2 (a second signal acts as usual). Escapes, as in QEMU:
+Ctrl-\ go to the guest) and restored when govmm ends, also on errors and
+on those signals. Escapes, as in QEMU:
   Ctrl-A x       quit: stop the guest, print the report ("ended by user"),
                  exit with status 0
   Ctrl-A Ctrl-A  send one Ctrl-A to the guest
@@ -105,30 +106,32 @@ func (c consoleFlag) open(stdin *os.File) (*consoleInput, error) {
 	return &consoleInput{r: esc, tty: stdin, esc: esc}, nil
 }
 
-// start readies the input for a run whose guest stop ends: on a terminal,
-// raw mode, the escapes (quit calls stop("user")) and the signals that end
-// the run (stop("signal: NAME")). The returned function undoes it all; call
-// it on every path once the guest has stopped (calling it again is
-// harmless). The terminal is also restored as soon as a signal arrives.
+// start readies the input for a run whose guest stop ends: the signals
+// that end the run (stop("signal: NAME"), whatever the input is: a
+// scripted or piped run stopped with SIGTERM still prints its report),
+// and on a terminal raw mode and the escapes (quit calls stop("user")).
+// The returned function undoes it all; call it on every path once the
+// guest has stopped (calling it again is harmless). The terminal is also
+// restored as soon as a signal arrives.
 func (in *consoleInput) start(stop func(how string), help io.Writer) (func(), error) {
-	if in.tty == nil {
-		return func() {}, nil
+	restore := func() {}
+	if in.tty != nil {
+		in.esc.quit = func() { stop("user") }
+		in.esc.help = help
+		fd := int(in.tty.Fd())
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return nil, fmt.Errorf("cannot put the terminal in raw mode for console input (try --console-input=none): %w", err)
+		}
+		// Keep output processing, as QEMU does, so that govmm's own lines (a
+		// SIGUSR2 dump) still start at the left margin.
+		if t, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
+			t.Oflag |= unix.OPOST
+			unix.IoctlSetTermios(fd, unix.TCSETS, t)
+		}
+		var once sync.Once
+		restore = func() { once.Do(func() { term.Restore(fd, old) }) }
 	}
-	in.esc.quit = func() { stop("user") }
-	in.esc.help = help
-	fd := int(in.tty.Fd())
-	old, err := term.MakeRaw(fd)
-	if err != nil {
-		return nil, fmt.Errorf("cannot put the terminal in raw mode for console input (try --console-input=none): %w", err)
-	}
-	// Keep output processing, as QEMU does, so that govmm's own lines (a
-	// SIGUSR2 dump) still start at the left margin.
-	if t, err := unix.IoctlGetTermios(fd, unix.TCGETS); err == nil {
-		t.Oflag |= unix.OPOST
-		unix.IoctlSetTermios(fd, unix.TCSETS, t)
-	}
-	var once sync.Once
-	restore := func() { once.Do(func() { term.Restore(fd, old) }) }
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	done := make(chan struct{})
@@ -144,7 +147,9 @@ func (in *consoleInput) start(stop func(how string), help io.Writer) (func(), er
 		case <-done:
 		}
 	}()
-	fmt.Fprintln(help, "govmm: console input from the terminal (raw mode); Ctrl-A x quits, Ctrl-A h lists the escapes")
+	if in.tty != nil {
+		fmt.Fprintln(help, "govmm: console input from the terminal (raw mode); Ctrl-A x quits, Ctrl-A h lists the escapes")
+	}
 	var finish sync.Once
 	return func() {
 		finish.Do(func() {

@@ -214,6 +214,31 @@ func TestConsoleSignal(t *testing.T) {
 	}
 }
 
+// TestSignalWithoutTerminal: with no console input (a scripted run), a
+// signal still stops the guest by name, so that govmm prints its report.
+func TestSignalWithoutTerminal(t *testing.T) {
+	none := "none"
+	in, err := consoleFlag{&none}.open(os.Stdin)
+	if err != nil || in.tty != nil {
+		t.Fatalf("open: %+v, %v", in, err)
+	}
+	stopped := make(chan string, 1)
+	end, err := in.start(func(how string) { stopped <- how }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end()
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case how := <-stopped:
+		if how != "signal: terminated" {
+			t.Errorf("stopped by %q", how)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGTERM did not stop the guest")
+	}
+}
+
 // TestConsolePipe: a pipe goes to the guest unchanged (Ctrl-A included),
 // with no raw mode to set up.
 func TestConsolePipe(t *testing.T) {
