@@ -10,10 +10,12 @@ import (
 	"github.com/govmm/govmm/vmm"
 )
 
-// dashFlags are the dashboard flags of run and boot.
+// dashFlags are the flags of run and boot that watch a running guest: the
+// dashboard and the stall dump.
 type dashFlags struct {
 	addr   *string
 	remote *bool
+	stall  *time.Duration
 }
 
 func addDashFlags(fs *flag.FlagSet) dashFlags {
@@ -21,6 +23,8 @@ func addDashFlags(fs *flag.FlagSet) dashFlags {
 		addr: fs.String("dashboard", "", "serve the live dashboard, JSON API and /metrics at ADDR (e.g. "+
 			dashboard.DefaultAddr+"); loopback only unless --dashboard-remote"),
 		remote: fs.Bool("dashboard-remote", false, "let --dashboard listen on a non-loopback address"),
+		stall: fs.Duration("stall-dump", time.Minute, "print every vCPU's state (as SIGUSR2 does) once no vCPU has exited for this long "+
+			"while some are in guest mode (0: never)"),
 	}
 }
 
@@ -54,6 +58,7 @@ func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, in *c
 	defer stopDash()
 	stopDump := make(chan struct{})
 	dumpOnSIGUSR2(vm, stopDump)
+	go watchStall(vmStallProbe(vm), *d.stall, stderr, stopDump)
 	defer close(stopDump)
 	endInput, err := in.start(vm.Stop, stderr)
 	if err != nil {
