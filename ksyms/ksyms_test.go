@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -113,5 +115,73 @@ func TestCorruptELF(t *testing.T) {
 	img := append([]byte(elf.ELFMAG), make([]byte, 60)...)
 	if _, err := FromELF(img); err == nil {
 		t.Error("a truncated ELF header gave no error")
+	}
+}
+
+func TestSystemMap(t *testing.T) {
+	m := `ffffffff81000000 T _stext
+ffffffff81000000 T startup_64
+ffffffff81000100 t secondary_startup_64
+ffffffff81100000 T tick_handle_periodic
+ffffffff81100100 D jiffies
+ffffffff81100200 W arch_cpu_idle
+0000000000000000 A __per_cpu_start
+`
+	tab, err := FromSystemMap([]byte(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr uint64
+		want string
+	}{
+		{0xffffffff81000050, "startup_64+0x50"}, // or its alias _stext: same address
+		{0xffffffff81000150, "secondary_startup_64+0x50"},
+		{0xffffffff8110004a, "tick_handle_periodic+0x4a"},
+		{0xffffffff81100108, ""}, // in jiffies
+		{0xffffffff81100210, ""}, // after the last symbol: size unknown
+	} {
+		got := tab.Name(c.addr)
+		if c.addr == 0xffffffff81000050 && got == "_stext+0x50" {
+			continue
+		}
+		if got != c.want {
+			t.Errorf("Name(%#x) = %q, want %q", c.addr, got, c.want)
+		}
+	}
+	for _, bad := range []string{"ffffffff81000000 T\n", "zz T x\n", "ffffffff81000000 D only_data\n"} {
+		if _, err := FromSystemMap([]byte(bad)); err == nil {
+			t.Errorf("FromSystemMap(%q) gave no error", bad)
+		}
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	elfPath := write("vmlinux", buildELF(t, []testSym{{"f", 0x1000, 0x10, elf.STT_FUNC}}))
+	if tab, err := Open(elfPath); err != nil || tab.Name(0x1004) != "f+0x4" {
+		t.Errorf("Open(vmlinux): %v, %v", tab, err)
+	}
+	mapPath := write("System.map", []byte("0000000000001000 T f\n0000000000001010 T g\n"))
+	if tab, err := Open(mapPath); err != nil || tab.Name(0x1004) != "f+0x4" {
+		t.Errorf("Open(System.map): %v, %v", tab, err)
+	}
+	stripped := write("stripped", buildELF(t, nil))
+	if _, err := Open(stripped); err == nil || !strings.Contains(err.Error(), "without a symbol table") {
+		t.Errorf("Open(stripped ELF) = %v", err)
+	}
+	if _, err := Open(dir + "/missing"); err == nil {
+		t.Error("Open(missing file) gave no error")
+	}
+	junk := write("junk", []byte("\x00\x01binary junk\n"))
+	if _, err := Open(junk); err == nil {
+		t.Error("Open(junk) gave no error")
 	}
 }

@@ -57,6 +57,9 @@ func TestCLIBadInput(t *testing.T) {
 		{"tiny memory", []string{"run", "--mem", "4K", smp}, "guest memory must be"},
 		{"no kvm", []string{"run", "--kvm", filepath.Join(dir, "kvm"), smp}, "kvm unavailable"},
 		{"not kvm", []string{"run", "--kvm", "/dev/null", smp}, "kvm unavailable"},
+		{"missing symbols", []string{"run", "--symbols", filepath.Join(dir, "System.map"), smp}, "--symbols: open"},
+		{"corrupt symbols", []string{"run", "--symbols", corrupt, smp}, "--symbols: "},
+		{"stripped symbols", []string{"boot", "--symbols", strippedELF(t, dir)}, "without a symbol table"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -81,6 +84,17 @@ func TestCLIBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// strippedELF writes smp.elf without its symbol table (as a bzImage's
+// payload is) and returns its path.
+func strippedELF(t *testing.T, dir string) string {
+	t.Helper()
+	out := filepath.Join(dir, "stripped.elf")
+	if b, err := exec.Command("objcopy", "--strip-all", filepath.Join(guestDir(t), "smp.elf"), out).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, b)
+	}
+	return out
 }
 
 // TestCLIRunJSON runs a guest through the command and reads its JSON report,

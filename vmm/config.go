@@ -6,6 +6,7 @@ package vmm
 
 import (
 	"fmt"
+	"github.com/govmm/govmm/ksyms"
 	"io"
 
 	"github.com/govmm/govmm/loader"
@@ -82,6 +83,10 @@ type Config struct {
 	// own (its bytes are dropped).
 	ConsoleInput io.Reader
 	KVMPath      string // default /dev/kvm
+	// Symbols names guest kernel addresses in dumps (Dump, SIGUSR2, the
+	// stall dump); nil reads them from Kernel when it is an ELF image with
+	// a symbol table (a vmlinux, the bare-metal guests).
+	Symbols *ksyms.Table
 }
 
 // Delivery names the interrupt delivery path, as the accounting reports it:

@@ -226,6 +226,9 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
 	syms := sync.OnceValue(func() *ksyms.Table {
+		if vm.cfg.Symbols != nil {
+			return vm.cfg.Symbols
+		}
 		t, _ := ksyms.FromELF(vm.cfg.Kernel)
 		return t
 	})

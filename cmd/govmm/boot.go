@@ -102,6 +102,9 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
 		return 0, err
 	}
+	if cfg.Symbols, err = dash.symbols(); err != nil {
+		return 0, err
+	}
 	if *execCmds != "" {
 		script, err := vmm.NewConsoleScript(con,
 			vmm.ScriptStep{Send: *execCmds + "\n"}, vmm.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})

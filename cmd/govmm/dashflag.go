@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/vmm"
 )
 
 // dashFlags are the flags of run and boot that watch a running guest: the
 // dashboard and the stall dump.
 type dashFlags struct {
-	addr   *string
-	remote *bool
-	stall  *time.Duration
+	addr    *string
+	remote  *bool
+	stall   *time.Duration
+	symFile *string
 }
 
 func addDashFlags(fs *flag.FlagSet) dashFlags {
@@ -25,7 +27,21 @@ func addDashFlags(fs *flag.FlagSet) dashFlags {
 		remote: fs.Bool("dashboard-remote", false, "let --dashboard listen on a non-loopback address"),
 		stall: fs.Duration("stall-dump", time.Minute, "print every vCPU's state (as SIGUSR2 does) once no vCPU has exited for this long "+
 			"while some are in guest mode (0: never)"),
+		symFile: fs.String("symbols", "", "name guest kernel addresses in dumps from this System.map or ELF vmlinux "+
+			"(default: the kernel's own symbol table, if it is an ELF image with one)"),
 	}
+}
+
+// symbols reads --symbols; nil without it.
+func (d dashFlags) symbols() (*ksyms.Table, error) {
+	if *d.symFile == "" {
+		return nil, nil
+	}
+	t, err := ksyms.Open(*d.symFile)
+	if err != nil {
+		return nil, fmt.Errorf("--symbols: %w", err)
+	}
+	return t, nil
 }
 
 // start serves the dashboard of vm while it runs; the returned stop ends it.

@@ -71,6 +71,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
 		return 0, err
 	}
+	if cfg.Symbols, err = dash.symbols(); err != nil {
+		return 0, err
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", kernelPath, err)
