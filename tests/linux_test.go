@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,7 +53,7 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	script.Close()
 	st := vmm.ParseLinuxLog(con.Log())
 	if err := st.Verify(m, cpus, pvIPI); err != nil {
-		t.Fatalf("%v (ended by %s: %v)\nlast of the console:\n%s", err, res.How, res.Err, tail(con.Log(), 3000))
+		t.Fatalf("%v (ended by %s: %v)\n%s", err, res.How, res.Err, consoleExcerpt(con.Log()))
 	}
 	for _, p := range con.Reached() {
 		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
@@ -61,17 +62,17 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	if script.Prompted() {
 		// User space ran: the whole script must have, and poweroff ends it.
 		if err := script.Finished(); err != nil {
-			t.Fatalf("%v\nlast of the console:\n%s", err, tail(con.Log(), 3000))
+			t.Fatalf("%v\n%s", err, consoleExcerpt(con.Log()))
 		}
 		if res.How != "poweroff" {
-			t.Fatalf("the guest ended by %s (%v), want poweroff\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
+			t.Fatalf("the guest ended by %s (%v), want poweroff\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
 		}
 		if d, n, ok := vmm.UserStartup(con.Reached()); ok {
 			t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
 				d.Round(time.Millisecond), n, float64(n)/d.Seconds())
 		}
 	} else if govmmKernel {
-		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\nlast of the console:\n%s", res.How, res.Err, tail(con.Log(), 3000))
+		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
 	}
 	return &linuxRun{st, vm, res, con.Log()}
 }
@@ -126,6 +127,25 @@ func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
 	}
 	t.Logf("storm: %d calls, %d call-function interrupts = %d injections; govmm: %d IPIs delivered, %d exits",
 		sent, cal, inj, delivered, sec.Total.Exits)
+}
+
+// reCrash finds where a guest's crash report begins: a Go program's fatal
+// error or panic (u-root's init and shell are Go), a kernel panic, BUG or
+// oops. Its first lines say what happened; a goroutine dump after them can
+// push them out of the console's tail.
+var reCrash = regexp.MustCompile(`(?m)^(fatal error: |panic: |unexpected fault address|\[signal |.*Kernel panic|.*BUG: |.*Oops: |.*general protection fault)`)
+
+// consoleExcerpt is what a failed Linux boot test prints of the console:
+// the start of the first crash report, if any, then the console's end.
+func consoleExcerpt(log string) string {
+	var out strings.Builder
+	if loc := reCrash.FindStringIndex(log); loc != nil && loc[0] < len(log)-3000 {
+		end := min(loc[0]+2000, len(log))
+		fmt.Fprintf(&out, "start of the crash report (console offset %d):\n%s\n...\n", loc[0], log[loc[0]:end])
+	}
+	out.WriteString("last of the console:\n")
+	out.WriteString(tail(log, 3000))
+	return out.String()
 }
 
 func tail(s string, n int) string {
@@ -212,5 +232,18 @@ func TestBootGovmmKernel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestConsoleExcerpt(t *testing.T) {
+	log := "boot...\nfatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation]\n" +
+		strings.Repeat("goroutine 1 [running]:\n\truntime.throw(...)\n", 200) + "Kernel panic - not syncing: Attempted to kill init!\n"
+	ex := consoleExcerpt(log)
+	if !strings.Contains(ex, "start of the crash report") || !strings.Contains(ex, "fatal error: unexpected signal") ||
+		!strings.HasSuffix(ex, "Attempted to kill init!\n") {
+		t.Errorf("excerpt lacks the crash's first line or the console's end:\n%s", ex)
+	}
+	if ex := consoleExcerpt("short console\nRun /init\n"); strings.Contains(ex, "crash report") {
+		t.Errorf("a console without a crash got a crash excerpt:\n%s", ex)
 	}
 }
