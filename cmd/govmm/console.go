@@ -131,6 +131,7 @@ func (in *consoleInput) start(stop func(how string), help io.Writer) (func(), er
 		}
 		var once sync.Once
 		restore = func() { once.Do(func() { term.Restore(fd, old) }) }
+		fmt.Fprintln(help, "govmm: console input from the terminal (raw mode); Ctrl-A x quits, Ctrl-A h lists the escapes")
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
@@ -147,9 +148,6 @@ func (in *consoleInput) start(stop func(how string), help io.Writer) (func(), er
 		case <-done:
 		}
 	}()
-	if in.tty != nil {
-		fmt.Fprintln(help, "govmm: console input from the terminal (raw mode); Ctrl-A x quits, Ctrl-A h lists the escapes")
-	}
 	var finish sync.Once
 	return func() {
 		finish.Do(func() {

@@ -191,23 +191,13 @@ func TestConsoleSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan string, 1)
-	end, err := in.start(func(how string) { stopped <- how }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	how, end := signalStops(t, in, syscall.SIGHUP)
+	defer end() // after the check below: the signal itself must restore the terminal
+	if how != "signal: hangup" {
+		t.Errorf("stopped by %q", how)
 	}
-	defer end()
-	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	select {
-	case how := <-stopped:
-		if how != "signal: hangup" {
-			t.Errorf("stopped by %q", how)
-		}
-		if _, err := stoppedBy(how); err == nil || !strings.Contains(err.Error(), "hangup") {
-			t.Errorf("stoppedBy(%q) = %v", how, err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("SIGHUP did not stop the guest")
+	if _, err := stoppedBy(how); err == nil || !strings.Contains(err.Error(), "hangup") {
+		t.Errorf("stoppedBy(%q) = %v", how, err)
 	}
 	if after := termios(t, pts); after != before {
 		t.Errorf("terminal not restored after the signal")
@@ -222,20 +212,32 @@ func TestSignalWithoutTerminal(t *testing.T) {
 	if err != nil || in.tty != nil {
 		t.Fatalf("open: %+v, %v", in, err)
 	}
+	how, end := signalStops(t, in, syscall.SIGTERM)
+	defer end()
+	if how != "signal: terminated" {
+		t.Errorf("stopped by %q", how)
+	}
+}
+
+// signalStops starts in, sends sig to this process and returns how the
+// run was stopped and the input's end function, which the caller runs
+// once it has checked what the signal alone did; it fails the test if
+// sig stops nothing within 5 s.
+func signalStops(t *testing.T, in *consoleInput, sig syscall.Signal) (string, func()) {
+	t.Helper()
 	stopped := make(chan string, 1)
 	end, err := in.start(func(how string) { stopped <- how }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer end()
-	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	syscall.Kill(os.Getpid(), sig)
 	select {
 	case how := <-stopped:
-		if how != "signal: terminated" {
-			t.Errorf("stopped by %q", how)
-		}
+		return how, end
 	case <-time.After(5 * time.Second):
-		t.Fatal("SIGTERM did not stop the guest")
+		end()
+		t.Fatalf("%v did not stop the guest", sig)
+		return "", nil
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // dashFlags are the flags of run and boot that watch a running guest: the
-// dashboard and the stall dump.
+// dashboard, the stall dump and the symbols that name RIPs in dumps.
 type dashFlags struct {
 	addr    *string
 	remote  *bool

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,22 +30,10 @@ func (f *fakeStall) probe() stallProbe {
 	}
 }
 
-// lockedBuffer: watchStall writes from its own goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 func runStall(t *testing.T, f *fakeStall, after, watch time.Duration) string {
 	t.Helper()
-	var out lockedBuffer
+	// out is read only after watchStall has returned (done closed).
+	var out bytes.Buffer
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { watchStall(f.probe(), after, &out, stop); close(done) }()
