@@ -88,6 +88,8 @@ func TestABILayout(t *testing.T) {
 		{"KVM_GET_MP_STATE", kvmGetMPState},
 		{"KVM_GET_MSRS", kvmGetMSRs},
 		{"KVM_SET_MSRS", kvmSetMSRs},
+		{"KVM_SET_SIGNAL_MASK", kvmSetSignalMask},
+		{"offsetof(struct kvm_signal_mask, sigset)", unsafe.Offsetof(signalMaskHead{}.Sigset)},
 		{"sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)", unsafe.Sizeof(msrsOne{})},
 	}
 	var src strings.Builder

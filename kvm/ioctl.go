@@ -42,4 +42,5 @@ var (
 	kvmGetStatsFD          = io(0xce)
 	kvmGetMSRs             = iowr(0x88, 8)
 	kvmSetMSRs             = iow(0x89, 8)
+	kvmSetSignalMask       = iow(0x8b, 4)
 )

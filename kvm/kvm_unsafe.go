@@ -1,6 +1,7 @@
 package kvm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -239,6 +240,25 @@ func (c *VCPU) RunData() *Run { return c.run }
 func (c *VCPU) Run() error {
 	_, err := ioctl(c.fd, kvmRun, 0)
 	return err
+}
+
+// signalMaskHead is struct kvm_signal_mask with its flexible sigset right
+// after len (offset 4, unaligned): the kernel's sigset_t on x86-64 is 64
+// bits, bit N-1 for signal N, little-endian.
+type signalMaskHead struct {
+	Len    uint32
+	Sigset [8]byte
+}
+
+// SetSignalMask sets the signals blocked while this vCPU is inside KVM_RUN
+// (KVM_SET_SIGNAL_MASK); outside it the thread's own mask applies. A signal
+// blocked here stays pending and is taken when KVM_RUN returns, so it
+// neither interrupts the guest nor is lost. SIGKILL and SIGSTOP are never
+// blocked (the kernel drops them from the set).
+func (c *VCPU) SetSignalMask(blocked uint64) error {
+	m := signalMaskHead{Len: 8}
+	binary.LittleEndian.PutUint64(m.Sigset[:], blocked)
+	return ioctlPtr(c.fd, kvmSetSignalMask, &m)
 }
 
 // IO returns the io exit and its data bytes (inside kvm_run).

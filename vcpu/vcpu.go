@@ -131,6 +131,16 @@ func (v *VCPU) Run() error {
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 
+	// Only the kick may interrupt KVM_RUN. Any other signal reaching this
+	// thread in the guest (Go's preemption SIGURG, which sysmon sends to a
+	// goroutine that has run 10 ms without rescheduling, as a vCPU loop
+	// does; SIGCHLD, SIGINT and other process signals the kernel may route
+	// here) would end KVM_RUN with EINTR: an exit the guest did not cause,
+	// on the accounting of a guest that counts its own. Blocked inside
+	// KVM_RUN only, such a signal is taken as soon as KVM_RUN returns.
+	if err := v.kvm.SetSignalMask(^uint64(0) &^ (1 << (kickSignal - 1))); err != nil {
+		return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
+	}
 	run := v.kvm.RunData()
 	run.ValidRegs = kvm.SyncRegsGPR | kvm.SyncRegsSregs
 	if v.boot != nil {
