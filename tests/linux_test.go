@@ -130,18 +130,24 @@ func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
 }
 
 // reCrash finds where a guest's crash report begins: a Go program's fatal
-// error or panic (u-root's init and shell are Go), a kernel panic, BUG or
-// oops. Its first lines say what happened; a goroutine dump after them can
-// push them out of the console's tail.
-var reCrash = regexp.MustCompile(`(?m)^(fatal error: |panic: |unexpected fault address|\[signal |.*Kernel panic|.*BUG: |.*Oops: |.*general protection fault)`)
+// error or panic (u-root's init and shell are Go; the runtime's own
+// "runtime: " lines, e.g. the stack bounds, come before "fatal error"), a
+// kernel panic, BUG or oops. Its first lines say what happened; a goroutine
+// dump after them can push them out of the console's tail.
+var reCrash = regexp.MustCompile(`(?m)^(runtime: |fatal error: |panic: |unexpected fault address|\[signal |.*Kernel panic|.*BUG: |.*Oops: |.*general protection fault)`)
 
 // consoleExcerpt is what a failed Linux boot test prints of the console:
-// the start of the first crash report, if any, then the console's end.
+// the start of the first crash report, if any, with the lines before it
+// (what the kernel said just then), then the console's end.
 func consoleExcerpt(log string) string {
 	var out strings.Builder
 	if loc := reCrash.FindStringIndex(log); loc != nil && loc[0] < len(log)-3000 {
+		start := loc[0]
+		for n := 0; n < 6 && start > 0; n++ {
+			start = strings.LastIndexByte(log[:start-1], '\n') + 1
+		}
 		end := min(loc[0]+2000, len(log))
-		fmt.Fprintf(&out, "start of the crash report (console offset %d):\n%s\n...\n", loc[0], log[loc[0]:end])
+		fmt.Fprintf(&out, "start of the crash report (console offset %d), after the lines before it:\n%s\n...\n", loc[0], log[start:end])
 	}
 	out.WriteString("last of the console:\n")
 	out.WriteString(tail(log, 3000))
@@ -236,10 +242,10 @@ func TestBootGovmmKernel(t *testing.T) {
 }
 
 func TestConsoleExcerpt(t *testing.T) {
-	log := "boot...\nfatal error: unexpected signal during runtime execution\n[signal SIGSEGV: segmentation violation]\n" +
+	log := strings.Repeat("early boot\n", 100) + "just before\nruntime: g1: frame.sp=0x1 top=0x2\nfatal error: traceback did not unwind completely\n" +
 		strings.Repeat("goroutine 1 [running]:\n\truntime.throw(...)\n", 200) + "Kernel panic - not syncing: Attempted to kill init!\n"
 	ex := consoleExcerpt(log)
-	if !strings.Contains(ex, "start of the crash report") || !strings.Contains(ex, "fatal error: unexpected signal") ||
+	if !strings.Contains(ex, "start of the crash report") || !strings.Contains(ex, "just before\nruntime: g1: frame.sp=0x1 top=0x2\nfatal error: traceback") ||
 		!strings.HasSuffix(ex, "Attempted to kill init!\n") {
 		t.Errorf("excerpt lacks the crash's first line or the console's end:\n%s", ex)
 	}
