@@ -1,0 +1,190 @@
+// Command ustress checks that guest user space keeps its memory and
+// registers intact while the kernel under it is busy: it is how a rare
+// corruption (a Go runtime crash in u-root's init, seen on the emulating
+// host of HOST.md) is reproduced and bisected. It is in govmm's u-root
+// initramfs.
+//
+//	ustress [-t 30s] [-g 8] [-children 2]
+//
+// For -t it runs -g goroutines that recurse to random depths (so their
+// stacks grow and are copied, and shrink again at GC), each frame holding a
+// value derived from its depth that is checked on the way back; they fill
+// heap buffers with a pattern and check them after the next GC. Beside
+// them, -children loops each start ustress itself as a short-lived child
+// process and check its exit status (fork, exec, page faults, copy on
+// write and TLB shootdowns across the CPUs). The Go runtime preempts the
+// goroutines with signals all the while.
+//
+// It prints one line: "ustress: ok ..." with what it did, or the first
+// mismatch ("ustress: CORRUPT ...") and exits 1. Memory corruption that hits
+// the runtime first shows as a Go fatal error instead.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	d := flag.Duration("t", 30*time.Second, "how long to run")
+	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
+	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
+	child := flag.Bool("child", false, "run as a child: a short run, no children")
+	flag.Parse()
+	if *g < 1 || *children < 0 || *d <= 0 {
+		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g at least 1, -children at least 0")
+		os.Exit(2)
+	}
+	if *child {
+		*d, *children = 200*time.Millisecond, 0
+	}
+	s := run(*d, *g, *children)
+	if s.err != nil {
+		fmt.Println("ustress: CORRUPT", s.err)
+		os.Exit(1)
+	}
+	if !*child {
+		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d GCs, %d children\n",
+			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.gcs.Load(), s.children.Load())
+	}
+}
+
+type stats struct {
+	recursions, deepest, buffers, gcs, children atomic.Int64
+
+	mu  sync.Mutex
+	err error
+}
+
+func (s *stats) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (s *stats) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
+}
+
+func run(d time.Duration, g, children int) *stats {
+	s := &stats{}
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+			for time.Now().Before(end) && !s.failed() {
+				depth := 1 + rng.IntN(3000)
+				seed := rng.Uint64()
+				if got, want := recurse(depth, seed), expect(depth, seed); got != want {
+					s.fail("recursion of %d frames: sum %#x, want %#x", depth, got, want)
+				}
+				s.recursions.Add(1)
+				if int64(depth) > s.deepest.Load() {
+					s.deepest.Store(int64(depth))
+				}
+				buffer(s, rng)
+			}
+		}()
+	}
+	for range children {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) && !s.failed() {
+				// Under u-root's busybox the binary serves every command
+				// by the name in argv[0]: keep ours.
+				cmd := exec.Command("/proc/self/exe", "-child")
+				cmd.Args[0] = os.Args[0]
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					s.fail("child: %v: %s", err, out)
+				}
+				s.children.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(end) && !s.failed() {
+			time.Sleep(50 * time.Millisecond)
+			runtime.GC()
+			s.gcs.Add(1)
+		}
+	}()
+	wg.Wait()
+	return s
+}
+
+// recurse returns a sum over depth frames, each holding a local array that
+// must be unchanged when its callee returns.
+//
+//go:noinline
+func recurse(depth int, seed uint64) uint64 {
+	var local [8]uint64
+	for i := range local {
+		local[i] = mix(seed, uint64(depth), uint64(i))
+	}
+	var below uint64
+	if depth > 1 {
+		below = recurse(depth-1, seed)
+	}
+	var sum uint64
+	for i := range local {
+		if local[i] != mix(seed, uint64(depth), uint64(i)) {
+			return ^uint64(0) // cannot be what expect returns for a sane run
+		}
+		sum += local[i]
+	}
+	return sum + below
+}
+
+// expect is what recurse returns, computed without recursion.
+func expect(depth int, seed uint64) uint64 {
+	var sum uint64
+	for d := 1; d <= depth; d++ {
+		for i := range 8 {
+			sum += mix(seed, uint64(d), uint64(i))
+		}
+	}
+	return sum
+}
+
+func mix(a, b, c uint64) uint64 {
+	x := a ^ b*0x9E3779B97F4A7C15 ^ c*0xC2B2AE3D27D4EB4F
+	x ^= x >> 31
+	x *= 0xBF58476D1CE4E5B9
+	return x ^ x>>29
+}
+
+// buffer fills a heap buffer, lets a GC happen and checks it.
+func buffer(s *stats, rng *rand.Rand) {
+	n := 1 + rng.IntN(64<<10)
+	b := make([]uint64, n)
+	seed := rng.Uint64()
+	for i := range b {
+		b[i] = mix(seed, uint64(i), 7)
+	}
+	runtime.Gosched()
+	for i := range b {
+		if b[i] != mix(seed, uint64(i), 7) {
+			s.fail("heap buffer of %d words: word %d is %#x, want %#x", n, i, b[i], mix(seed, uint64(i), 7))
+			return
+		}
+	}
+	s.buffers.Add(1)
+}
