@@ -25,7 +25,7 @@ func TestInitramfsContent(t *testing.T) {
 	for _, r := range recs {
 		have[r.Name] = r
 	}
-	for _, want := range []string{"init", "bbin/init", "bbin/gosh", "bin/sh", "bbin/shutdown", "bbin/poweroff", "bbin/dmesg", "bbin/irqstat", "bbin/ipibench", "dev/console"} {
+	for _, want := range []string{"init", "bbin/init", "bbin/gosh", "bin/sh", "bbin/shutdown", "bbin/poweroff", "bbin/dmesg", "bbin/irqstat", "bbin/ipibench", "bbin/ustress", "dev/console"} {
 		if _, ok := have[want]; !ok {
 			t.Errorf("initramfs lacks %s", want)
 		}

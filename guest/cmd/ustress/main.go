@@ -4,7 +4,7 @@
 // host of HOST.md) is reproduced and bisected. It is in govmm's u-root
 // initramfs.
 //
-//	ustress [-t 30s] [-g 8] [-children 2]
+//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy]
 //
 // For -t it runs -g goroutines that recurse to random depths (so their
 // stacks grow and are copied, and shrink again at GC), each frame holding a
@@ -27,9 +27,12 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 func main() {
@@ -37,7 +40,23 @@ func main() {
 	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
+	flag.StringVar(&copyHow, "copy", "memmove", "how copy work copies: memmove, prefault or loop")
+	work := flag.String("work", "recurse,buffer,copy", "what the goroutines do, of recurse, buffer, copy")
 	flag.Parse()
+	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
+		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (memmove, prefault, loop)\n", copyHow)
+		os.Exit(2)
+	}
+	clear(doing)
+	for _, w := range strings.Split(*work, ",") {
+		switch w {
+		case "recurse", "buffer", "copy":
+			doing[w] = true
+		default:
+			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy)\n", w)
+			os.Exit(2)
+		}
+	}
 	if *g < 1 || *children < 0 || *d <= 0 {
 		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g at least 1, -children at least 0")
 		os.Exit(2)
@@ -51,13 +70,19 @@ func main() {
 		os.Exit(1)
 	}
 	if !*child {
-		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d GCs, %d children\n",
-			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.gcs.Load(), s.children.Load())
+		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d GCs, %d children\n",
+			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.gcs.Load(), s.children.Load())
 	}
 }
 
+// copyHow is -copy.
+var copyHow string
+
+// doing holds the -work items.
+var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true}
+
 type stats struct {
-	recursions, deepest, buffers, gcs, children atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -87,16 +112,23 @@ func run(d time.Duration, g, children int) *stats {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 			for time.Now().Before(end) && !s.failed() {
-				depth := 1 + rng.IntN(3000)
-				seed := rng.Uint64()
-				if got, want := recurse(depth, seed), expect(depth, seed); got != want {
-					s.fail("recursion of %d frames: sum %#x, want %#x", depth, got, want)
+				if doing["recurse"] {
+					depth := 1 + rng.IntN(3000)
+					seed := rng.Uint64()
+					if got, want := recurse(depth, seed), expect(depth, seed); got != want {
+						s.fail("recursion of %d frames: sum %#x, want %#x", depth, got, want)
+					}
+					s.recursions.Add(1)
+					if int64(depth) > s.deepest.Load() {
+						s.deepest.Store(int64(depth))
+					}
 				}
-				s.recursions.Add(1)
-				if int64(depth) > s.deepest.Load() {
-					s.deepest.Store(int64(depth))
+				if doing["buffer"] {
+					buffer(s, rng)
 				}
-				buffer(s, rng)
+				if doing["copy"] {
+					freshCopy(s, rng)
+				}
 			}
 		}()
 	}
@@ -187,4 +219,60 @@ func buffer(s *stats, rng *rand.Rand) {
 		}
 	}
 	s.buffers.Add(1)
+}
+
+// freshCopy copies a pattern into newly mapped memory, whose pages are not
+// present yet: the copy (Go's memmove: REP MOVSQ above 2 KiB) takes a page
+// fault at every page, in the middle of the instruction, and must resume
+// where it stopped. -copy picks how: memmove (as said), prefault (every
+// page touched first: no fault in the copy) or loop (8 bytes at a time in
+// a Go loop: a fault between instructions, not inside one).
+func freshCopy(s *stats, rng *rand.Rand) {
+	const page = 4096
+	n := page * (1 + rng.IntN(32))
+	src := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		v := mix(uint64(i), 3, 5)
+		for j := range 8 {
+			src[i+j] = byte(v >> (8 * j))
+		}
+	}
+	dst, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		s.fail("mmap %d bytes: %v", n, err)
+		return
+	}
+	defer syscall.Munmap(dst)
+	off := rng.IntN(page) &^ 7 // start inside the first page
+	switch copyHow {
+	case "prefault":
+		for i := 0; i < n; i += page {
+			dst[i] = 1
+		}
+		copy(dst[off:], src[:n-off])
+	case "loop":
+		for i := off; i+8 <= n; i += 8 {
+			*(*uint64)(unsafe.Pointer(&dst[i])) = *(*uint64)(unsafe.Pointer(&src[i-off]))
+		}
+	default:
+		copy(dst[off:], src[:n-off])
+	}
+	var bad []string
+	for i := off; i < n && len(bad) < 6; i++ {
+		if dst[i] == src[i-off] {
+			continue
+		}
+		j, zero := i, true
+		for j < n && dst[j] != src[j-off] {
+			zero = zero && dst[j] == 0
+			j++
+		}
+		bad = append(bad, fmt.Sprintf("%d..%d (page %d +%#x, %d bytes, zero %v)", i, j-1, i/page, i%page, j-i, zero))
+		i = j
+	}
+	if bad != nil {
+		s.fail("%s copy of %d bytes to %d fresh pages at offset %d: differ at %s", copyHow, n-off, n/page, off, strings.Join(bad, ", "))
+		return
+	}
+	s.copies.Add(1)
 }
