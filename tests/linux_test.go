@@ -21,6 +21,52 @@ import (
 // and it must end by powering off; with no steps it is just powered off.
 func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) *linuxRun {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		lr, err := bootLinuxOnce(t, kernel, govmmKernel, mode, cpus, pvIPI, steps...)
+		if err == nil {
+			return lr
+		}
+		// Guest user space on the emulating host of HOST.md loses memory
+		// now and then (a Go program's stack or heap reads back zeros or
+		// other data: guest/cmd/ustress reproduces it in a minute, with one
+		// vCPU pinned to one host CPU too). That is the host's, not
+		// govmm's, and not what this test is about: one such crash gets
+		// one more boot, said loudly. A second one, or any other failure,
+		// fails the test.
+		if crash := userSpaceCrash(lr.log); attempt == 1 && crash != "" && vmm.HostEmulates() {
+			t.Logf("RETRY: guest user space crashed on this emulating host (%q), booting once more; the failed boot:\n%v", crash, err)
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// reUserCrash is a Go runtime crash report in guest user space (u-root's
+// init, shell and govmm's guest programs are Go).
+var reUserCrash = regexp.MustCompile(`(?m)^(fatal error: .*|unexpected fault address .*|runtime: .*unexpected return pc.*|\[signal SIG.*)$`)
+
+// reKernelCrash is the guest kernel's own crash report.
+var reKernelCrash = regexp.MustCompile(`BUG: |Oops: |general protection fault`)
+
+// userSpaceCrash returns the first line of a Go runtime crash in guest user
+// space (after /init started, with no kernel BUG or oops before it), or "".
+func userSpaceCrash(log string) string {
+	i := strings.Index(log, "Run /init as init process")
+	if i < 0 {
+		return ""
+	}
+	after := log[i:]
+	loc := reUserCrash.FindStringIndex(after)
+	if loc == nil || reKernelCrash.MatchString(after[:loc[0]]) {
+		return ""
+	}
+	return after[loc[0]:loc[1]]
+}
+
+// bootLinuxOnce is one boot of bootLinux: set-up problems end the test,
+// what the guest did wrong is returned (with the run, for its console).
+func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) (*linuxRun, error) {
+	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
 	if err != nil {
@@ -52,8 +98,9 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	res := vm.Run(40 * time.Minute)
 	script.Close()
 	st := vmm.ParseLinuxLog(con.Log())
+	lr := &linuxRun{st, vm, res, con.Log()}
 	if err := st.Verify(m, cpus, pvIPI); err != nil {
-		t.Fatalf("%v (ended by %s: %v)\n%s", err, res.How, res.Err, consoleExcerpt(con.Log()))
+		return lr, fmt.Errorf("%v (ended by %s: %v)\n%s", err, res.How, res.Err, consoleExcerpt(con.Log()))
 	}
 	for _, p := range con.Reached() {
 		t.Logf("%-20s at %8v, %7d exits", p.Name, p.At.Round(time.Millisecond), p.Exits)
@@ -62,19 +109,19 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	if script.Prompted() {
 		// User space ran: the whole script must have, and poweroff ends it.
 		if err := script.Finished(); err != nil {
-			t.Fatalf("%v\n%s", err, consoleExcerpt(con.Log()))
+			return lr, fmt.Errorf("%v\n%s", err, consoleExcerpt(con.Log()))
 		}
 		if res.How != "poweroff" {
-			t.Fatalf("the guest ended by %s (%v), want poweroff\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
+			return lr, fmt.Errorf("the guest ended by %s (%v), want poweroff\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
 		}
 		if d, n, ok := vmm.UserStartup(con.Reached()); ok {
 			t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
 				d.Round(time.Millisecond), n, float64(n)/d.Seconds())
 		}
 	} else if govmmKernel {
-		t.Fatalf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
+		return lr, fmt.Errorf("govmm's kernel did not reach the u-root shell (ended by %s: %v)\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
 	}
-	return &linuxRun{st, vm, res, con.Log()}
+	return lr, nil
 }
 
 // linuxRun is what a Linux boot left: the kernel's log parsed, the VM (for
@@ -238,6 +285,21 @@ func TestBootGovmmKernel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestUserSpaceCrash(t *testing.T) {
+	boot := "[ 1.0] Run /init as init process\ninit: starting\n"
+	for _, c := range []struct{ log, want string }{
+		{boot + "runtime: g1: frame.sp=0x1 top=0x2\nfatal error: traceback did not unwind completely\n", "fatal error: traceback did not unwind completely"},
+		{boot + "unexpected fault address 0x1234\nfatal error: fault\n", "unexpected fault address 0x1234"},
+		{boot + "$ irqstat\nCAL 1 2 total\n", ""},
+		{"fatal error: before /init\n", ""},
+		{boot + "[ 2.0] BUG: unable to handle page fault\nfatal error: after the kernel's own crash\n", ""},
+	} {
+		if got := userSpaceCrash(c.log); got != c.want {
+			t.Errorf("userSpaceCrash(%q) = %q, want %q", c.log, got, c.want)
+		}
 	}
 }
 

@@ -4,7 +4,7 @@
 // host of HOST.md) is reproduced and bisected. It is in govmm's u-root
 // initramfs.
 //
-//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy]
+//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy,xmm,zap] [-copy memmove]
 //
 // For -t it runs -g goroutines that recurse to random depths (so their
 // stacks grow and are copied, and shrink again at GC), each frame holding a
@@ -40,8 +40,9 @@ func main() {
 	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
+	flag.IntVar(&copyPages, "copy-pages", 32, "largest copy of the copy work, and area of the zap work, in pages")
 	flag.StringVar(&copyHow, "copy", "memmove", "how copy work copies: memmove, prefault or loop")
-	work := flag.String("work", "recurse,buffer,copy", "what the goroutines do, of recurse, buffer, copy")
+	work := flag.String("work", "recurse,buffer,copy,xmm,zap", "what the goroutines do, of recurse, buffer, copy, xmm, zap")
 	flag.Parse()
 	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
 		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (memmove, prefault, loop)\n", copyHow)
@@ -50,15 +51,15 @@ func main() {
 	clear(doing)
 	for _, w := range strings.Split(*work, ",") {
 		switch w {
-		case "recurse", "buffer", "copy":
+		case "recurse", "buffer", "copy", "xmm", "zap":
 			doing[w] = true
 		default:
-			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy)\n", w)
+			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy, xmm, zap)\n", w)
 			os.Exit(2)
 		}
 	}
-	if *g < 1 || *children < 0 || *d <= 0 {
-		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g at least 1, -children at least 0")
+	if *g < 1 || *children < 0 || *d <= 0 || copyPages < 1 {
+		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g and -copy-pages at least 1, -children at least 0")
 		os.Exit(2)
 	}
 	if *child {
@@ -70,19 +71,22 @@ func main() {
 		os.Exit(1)
 	}
 	if !*child {
-		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d GCs, %d children\n",
-			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.gcs.Load(), s.children.Load())
+		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %d discards, %d GCs, %d children\n",
+			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
 	}
 }
 
-// copyHow is -copy.
-var copyHow string
+// copyHow and copyPages are -copy and -copy-pages.
+var (
+	copyHow   string
+	copyPages int
+)
 
 // doing holds the -work items.
-var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true}
+var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true, "xmm": true, "zap": true}
 
 type stats struct {
-	recursions, deepest, buffers, gcs, children, copies atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies, xmm, zaps atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -128,6 +132,12 @@ func run(d time.Duration, g, children int) *stats {
 				}
 				if doing["copy"] {
 					freshCopy(s, rng)
+				}
+				if doing["xmm"] {
+					xmmCheck(s, rng)
+				}
+				if doing["zap"] {
+					zapCheck(s, rng)
 				}
 			}
 		}()
@@ -229,7 +239,7 @@ func buffer(s *stats, rng *rand.Rand) {
 // a Go loop: a fault between instructions, not inside one).
 func freshCopy(s *stats, rng *rand.Rand) {
 	const page = 4096
-	n := page * (1 + rng.IntN(32))
+	n := page * (1 + rng.IntN(copyPages))
 	src := make([]byte, n)
 	for i := 0; i < n; i += 8 {
 		v := mix(uint64(i), 3, 5)
@@ -275,4 +285,54 @@ func freshCopy(s *stats, rng *rand.Rand) {
 		return
 	}
 	s.copies.Add(1)
+}
+
+// zapCheck fills fresh pages, discards them with MADV_DONTNEED (what Go's
+// scavenger does to freed heap and stacks) and checks that they read as
+// zero afterwards, as fresh anonymous memory must: old data there means
+// the kernel's unmapping and TLB flush did not reach this CPU's view of
+// the pages. Then it writes and checks a new pattern.
+func zapCheck(s *stats, rng *rand.Rand) {
+	const page = 4096
+	n := page * (1 + rng.IntN(copyPages))
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		s.fail("mmap %d bytes: %v", n, err)
+		return
+	}
+	defer syscall.Munmap(b)
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n/8)
+	seed := rng.Uint64() | 1
+	for i := range words {
+		words[i] = mix(seed, uint64(i), 11)
+	}
+	if err := syscall.Madvise(b, syscall.MADV_DONTNEED); err != nil {
+		s.fail("madvise: %v", err)
+		return
+	}
+	stale := 0
+	first := -1
+	for i, w := range words {
+		if w != 0 {
+			if first < 0 {
+				first = i
+			}
+			stale++
+		}
+	}
+	if stale > 0 {
+		s.fail("%d of %d words (first at page %d +%#x) still held data after MADV_DONTNEED of %d pages: a stale mapping",
+			stale, len(words), first*8/page, first*8%page, n/page)
+		return
+	}
+	for i := range words {
+		words[i] = mix(seed, uint64(i), 13)
+	}
+	for i := range words {
+		if words[i] != mix(seed, uint64(i), 13) {
+			s.fail("discarded pages: word %d (page %d) reads %#x after writing %#x", i, i*8/page, words[i], mix(seed, uint64(i), 13))
+			return
+		}
+	}
+	s.zaps.Add(1)
 }

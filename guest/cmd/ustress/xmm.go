@@ -1,0 +1,33 @@
+package main
+
+import (
+	"math/rand/v2"
+	"unsafe"
+)
+
+// xmmHold (xmm_amd64.s) loads X0-X14 from ref and spins for spins rounds,
+// checking each register against ref every round: it returns the first
+// one found changed, or -1. User code that holds values in registers
+// across timer interrupts, signals and context switches must find them
+// unchanged: the kernel saves and restores them (FXSAVE/FXRSTOR with
+// noxsave, which the emulating host interprets in kernel mode).
+//
+//go:noescape
+func xmmHold(ref *[15][16]byte, spins uint64) int64
+
+// xmmCheck runs xmmHold on fresh random values.
+func xmmCheck(s *stats, rng *rand.Rand) {
+	buf := make([]byte, 15*16+16)
+	off := (16 - uintptr(unsafe.Pointer(&buf[0]))%16) % 16 // PCMPEQB m128 needs 16-byte alignment
+	ref := (*[15][16]byte)(unsafe.Pointer(&buf[off]))
+	for i := range ref {
+		for j := range ref[i] {
+			ref[i][j] = byte(rng.Uint32())
+		}
+	}
+	if bad := xmmHold(ref, 2_000_000); bad >= 0 {
+		s.fail("XMM%d changed while user code held it (2M rounds of checks): a lost or wrong FPU restore", bad)
+		return
+	}
+	s.xmm.Add(1)
+}
