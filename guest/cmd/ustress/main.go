@@ -4,7 +4,7 @@
 // host of HOST.md) is reproduced and bisected. It is in govmm's u-root
 // initramfs.
 //
-//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy,xmm,zap] [-copy memmove]
+//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy,xmm,gpr,zap] [-copy memmove]
 //
 // For -t it runs -g goroutines that recurse to random depths (so their
 // stacks grow and are copied, and shrink again at GC), each frame holding a
@@ -42,7 +42,7 @@ func main() {
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
 	flag.IntVar(&copyPages, "copy-pages", 32, "largest copy of the copy work, and area of the zap work, in pages")
 	flag.StringVar(&copyHow, "copy", "memmove", "how copy work copies: memmove, prefault or loop")
-	work := flag.String("work", "recurse,buffer,copy,xmm,zap", "what the goroutines do, of recurse, buffer, copy, xmm, zap")
+	work := flag.String("work", "recurse,buffer,copy,xmm,gpr,zap", "what the goroutines do, of recurse, buffer, copy, xmm, gpr, zap")
 	flag.Parse()
 	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
 		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (memmove, prefault, loop)\n", copyHow)
@@ -51,10 +51,10 @@ func main() {
 	clear(doing)
 	for _, w := range strings.Split(*work, ",") {
 		switch w {
-		case "recurse", "buffer", "copy", "xmm", "zap":
+		case "recurse", "buffer", "copy", "xmm", "gpr", "zap":
 			doing[w] = true
 		default:
-			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy, xmm, zap)\n", w)
+			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy, xmm, gpr, zap)\n", w)
 			os.Exit(2)
 		}
 	}
@@ -71,8 +71,8 @@ func main() {
 		os.Exit(1)
 	}
 	if !*child {
-		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %d discards, %d GCs, %d children\n",
-			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
+		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %d register holds, %d discards, %d GCs, %d children\n",
+			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
 	}
 }
 
@@ -83,10 +83,10 @@ var (
 )
 
 // doing holds the -work items.
-var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true, "xmm": true, "zap": true}
+var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true, "xmm": true, "gpr": true, "zap": true}
 
 type stats struct {
-	recursions, deepest, buffers, gcs, children, copies, xmm, zaps atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies, xmm, gpr, zaps atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -135,6 +135,9 @@ func run(d time.Duration, g, children int) *stats {
 				}
 				if doing["xmm"] {
 					xmmCheck(s, rng)
+				}
+				if doing["gpr"] {
+					gprCheck(s, rng)
 				}
 				if doing["zap"] {
 					zapCheck(s, rng)

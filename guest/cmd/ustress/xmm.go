@@ -31,3 +31,25 @@ func xmmCheck(s *stats, rng *rand.Rand) {
 	}
 	s.xmm.Add(1)
 }
+
+// gprHold (xmm_amd64.s) is xmmHold for the general registers and RSP: it
+// returns the index of the first one found changed (0 RBX, 1 RDX, 2 RSI,
+// 3 RDI, 4-11 R8-R15, 12 RBP, 13 RSP), or -1.
+//
+//go:noescape
+func gprHold(seed, spins uint64) int64
+
+var gprNames = [...]string{"RBX", "RDX", "RSI", "RDI", "R8", "R9", "R10", "R11", "R12", "R13", "R14", "R15", "RBP", "RSP"}
+
+// gprCheck runs gprHold on a fresh seed.
+func gprCheck(s *stats, rng *rand.Rand) {
+	if bad := gprHold(rng.Uint64()>>8, 2_000_000); bad >= 0 {
+		name := "?"
+		if int(bad) < len(gprNames) {
+			name = gprNames[bad]
+		}
+		s.fail("%s changed while user code held it (2M rounds of checks): a lost or wrong register restore", name)
+		return
+	}
+	s.gpr.Add(1)
+}

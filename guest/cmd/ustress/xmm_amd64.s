@@ -121,3 +121,153 @@ bad:
 	XORPS	X15, X15
 	MOVQ	AX, ret+16(FP)
 	RET
+
+// func gprHold(seed uint64, spins uint64) int64
+//
+// Fills RAX, RBX, RDX, RSI, RDI, R8-R15 and RBP with values derived from
+// seed and spins, checking on every round that each still holds its value
+// and that RSP has not moved; returns the first register found changed
+// (0 RBX, 1 RDX, 2 RSI, 3 RDI, 4 R8 ... 11 R15, 12 RBP, 13 RSP, 14 RAX),
+// or -1. RCX counts the rounds. The frame saves BP and the callee registers
+// Go expects back.
+TEXT ·gprHold(SB), NOSPLIT, $8-24
+	MOVQ	BP, 0(SP)
+	MOVQ	seed+0(FP), AX
+	MOVQ	spins+8(FP), CX
+	MOVQ	SP, X0          // RSP as it must stay
+	MOVQ	AX, BX
+	ADDQ	$1, BX
+	MOVQ	AX, DX
+	ADDQ	$2, DX
+	MOVQ	AX, SI
+	ADDQ	$3, SI
+	MOVQ	AX, DI
+	ADDQ	$4, DI
+	MOVQ	AX, R8
+	ADDQ	$5, R8
+	MOVQ	AX, R9
+	ADDQ	$6, R9
+	MOVQ	AX, R10
+	ADDQ	$7, R10
+	MOVQ	AX, R11
+	ADDQ	$8, R11
+	MOVQ	AX, R12
+	ADDQ	$9, R12
+	MOVQ	AX, R13
+	ADDQ	$10, R13
+	MOVQ	AX, R14
+	ADDQ	$11, R14
+	MOVQ	AX, R15
+	ADDQ	$12, R15
+	MOVQ	AX, BP
+	ADDQ	$13, BP
+	MOVQ	AX, X1          // seed, to check against
+gloop:
+	MOVQ	X1, AX
+	// each register minus its offset must equal the seed
+	SUBQ	$1, BX
+	CMPQ	BX, AX
+	JNE	gbad0
+	ADDQ	$1, BX
+	SUBQ	$2, DX
+	CMPQ	DX, AX
+	JNE	gbad1
+	ADDQ	$2, DX
+	SUBQ	$3, SI
+	CMPQ	SI, AX
+	JNE	gbad2
+	ADDQ	$3, SI
+	SUBQ	$4, DI
+	CMPQ	DI, AX
+	JNE	gbad3
+	ADDQ	$4, DI
+	SUBQ	$5, R8
+	CMPQ	R8, AX
+	JNE	gbad4
+	ADDQ	$5, R8
+	SUBQ	$6, R9
+	CMPQ	R9, AX
+	JNE	gbad5
+	ADDQ	$6, R9
+	SUBQ	$7, R10
+	CMPQ	R10, AX
+	JNE	gbad6
+	ADDQ	$7, R10
+	SUBQ	$8, R11
+	CMPQ	R11, AX
+	JNE	gbad7
+	ADDQ	$8, R11
+	SUBQ	$9, R12
+	CMPQ	R12, AX
+	JNE	gbad8
+	ADDQ	$9, R12
+	SUBQ	$10, R13
+	CMPQ	R13, AX
+	JNE	gbad9
+	ADDQ	$10, R13
+	SUBQ	$11, R14
+	CMPQ	R14, AX
+	JNE	gbad10
+	ADDQ	$11, R14
+	SUBQ	$12, R15
+	CMPQ	R15, AX
+	JNE	gbad11
+	ADDQ	$12, R15
+	SUBQ	$13, BP
+	CMPQ	BP, AX
+	JNE	gbad12
+	ADDQ	$13, BP
+	MOVQ	X0, AX
+	CMPQ	SP, AX
+	JNE	gbad13
+	DECQ	CX
+	JNZ	gloop
+	MOVQ	$-1, AX
+	JMP	gdone
+gbad0:
+	MOVQ	$0, AX
+	JMP	gdone
+gbad1:
+	MOVQ	$1, AX
+	JMP	gdone
+gbad2:
+	MOVQ	$2, AX
+	JMP	gdone
+gbad3:
+	MOVQ	$3, AX
+	JMP	gdone
+gbad4:
+	MOVQ	$4, AX
+	JMP	gdone
+gbad5:
+	MOVQ	$5, AX
+	JMP	gdone
+gbad6:
+	MOVQ	$6, AX
+	JMP	gdone
+gbad7:
+	MOVQ	$7, AX
+	JMP	gdone
+gbad8:
+	MOVQ	$8, AX
+	JMP	gdone
+gbad9:
+	MOVQ	$9, AX
+	JMP	gdone
+gbad10:
+	MOVQ	$10, AX
+	JMP	gdone
+gbad11:
+	MOVQ	$11, AX
+	JMP	gdone
+gbad12:
+	MOVQ	$12, AX
+	JMP	gdone
+gbad13:
+	MOVQ	X0, SP          // put RSP back before using the frame
+	MOVQ	$13, AX
+gdone:
+	MOVQ	0(SP), BP
+	XORPS	X15, X15
+	MOVQ	AX, ret+16(FP)
+	RET
