@@ -40,6 +40,7 @@ func main() {
 	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
+	flag.IntVar(&maxDepth, "depth", 3000, "deepest recursion of the recurse work, in frames (136 bytes each)")
 	flag.IntVar(&copyPages, "copy-pages", 32, "largest copy of the copy work, and area of the zap work, in pages")
 	flag.StringVar(&copyHow, "copy", "memmove", "how copy work copies: memmove, prefault or loop")
 	work := flag.String("work", "recurse,buffer,copy,xmm,gpr,zap", "what the goroutines do, of recurse, buffer, copy, xmm, gpr, zap")
@@ -58,8 +59,8 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if *g < 1 || *children < 0 || *d <= 0 || copyPages < 1 {
-		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g and -copy-pages at least 1, -children at least 0")
+	if *g < 1 || *children < 0 || *d <= 0 || copyPages < 1 || maxDepth < 1 {
+		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g, -depth and -copy-pages at least 1, -children at least 0")
 		os.Exit(2)
 	}
 	if *child {
@@ -80,6 +81,7 @@ func main() {
 var (
 	copyHow   string
 	copyPages int
+	maxDepth  int
 )
 
 // doing holds the -work items.
@@ -117,7 +119,7 @@ func run(d time.Duration, g, children int) *stats {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 			for time.Now().Before(end) && !s.failed() {
 				if doing["recurse"] {
-					depth := 1 + rng.IntN(3000)
+					depth := 1 + rng.IntN(maxDepth)
 					seed := rng.Uint64()
 					if got, want := recurse(depth, seed), expect(depth, seed); got != want {
 						s.fail("recursion of %d frames: sum %#x, want %#x", depth, got, want)
