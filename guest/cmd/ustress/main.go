@@ -40,9 +40,9 @@ func main() {
 	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
-	flag.IntVar(&maxDepth, "depth", 3000, "deepest recursion of the recurse work, in frames (136 bytes each)")
-	flag.IntVar(&copyPages, "copy-pages", 32, "largest copy of the copy work, and area of the zap work, in pages")
-	flag.StringVar(&copyHow, "copy", "memmove", "how copy work copies: memmove, prefault or loop")
+	flag.IntVar(&maxDepth, "depth", maxDepth, "deepest recursion of the recurse work, in frames (136 bytes each)")
+	flag.IntVar(&copyPages, "copy-pages", copyPages, "largest copy of the copy work, and area of the zap work, in pages")
+	flag.StringVar(&copyHow, "copy", copyHow, "how copy work copies: memmove, prefault or loop")
 	work := flag.String("work", "recurse,buffer,copy,xmm,gpr,zap", "what the goroutines do, of recurse, buffer, copy, xmm, gpr, zap")
 	flag.Parse()
 	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
@@ -77,11 +77,12 @@ func main() {
 	}
 }
 
-// copyHow and copyPages are -copy and -copy-pages.
+// copyHow, copyPages and maxDepth are -copy, -copy-pages and -depth, with
+// their defaults also for run called without flags (the tests).
 var (
-	copyHow   string
-	copyPages int
-	maxDepth  int
+	copyHow   = "memmove"
+	copyPages = 32
+	maxDepth  = 3000
 )
 
 // doing holds the -work items.
