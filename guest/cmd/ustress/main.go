@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,8 @@ func main() {
 	flag.IntVar(&maxDepth, "depth", maxDepth, "deepest recursion of the recurse work, in frames (136 bytes each)")
 	flag.IntVar(&copyPages, "copy-pages", copyPages, "largest copy of the copy work, and area of the zap work, in pages")
 	flag.StringVar(&copyHow, "copy", copyHow, "how copy work copies: memmove, prefault or loop")
-	work := flag.String("work", "recurse,buffer,copy,xmm,gpr,zap", "what the goroutines do, of recurse, buffer, copy, xmm, gpr, zap")
+	all := strings.Join(workItems, ",")
+	work := flag.String("work", all, "what the goroutines do, of "+all)
 	flag.Parse()
 	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
 		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (memmove, prefault, loop)\n", copyHow)
@@ -51,13 +53,11 @@ func main() {
 	}
 	clear(doing)
 	for _, w := range strings.Split(*work, ",") {
-		switch w {
-		case "recurse", "buffer", "copy", "xmm", "gpr", "zap":
-			doing[w] = true
-		default:
-			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (recurse, buffer, copy, xmm, gpr, zap)\n", w)
+		if !slices.Contains(workItems, w) {
+			fmt.Fprintf(os.Stderr, "ustress: -work: unknown %q (%s)\n", w, strings.Join(workItems, ", "))
 			os.Exit(2)
 		}
+		doing[w] = true
 	}
 	if *g < 1 || *children < 0 || *d <= 0 || copyPages < 1 || maxDepth < 1 {
 		fmt.Fprintln(os.Stderr, "ustress: -t must be positive, -g, -depth and -copy-pages at least 1, -children at least 0")
@@ -85,8 +85,18 @@ var (
 	maxDepth  = 3000
 )
 
-// doing holds the -work items.
-var doing = map[string]bool{"recurse": true, "buffer": true, "copy": true, "xmm": true, "gpr": true, "zap": true}
+// workItems are what -work can name; doing holds the ones it names (all of
+// them for run called without flags).
+var (
+	workItems = []string{"recurse", "buffer", "copy", "xmm", "gpr", "zap"}
+	doing     = func() map[string]bool {
+		m := map[string]bool{}
+		for _, w := range workItems {
+			m[w] = true
+		}
+		return m
+	}()
+)
 
 type stats struct {
 	recursions, deepest, buffers, gcs, children, copies, xmm, gpr, zaps atomic.Int64
