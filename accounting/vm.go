@@ -59,6 +59,15 @@ func (a *VM) Mark(cpu int, id int) {
 	}
 }
 
+// InjectedVector is how often vector has been injected into cpu so far
+// (withdrawn injections not counted); 0 for a cpu out of range.
+func (a *VM) InjectedVector(cpu int, vector uint8) uint64 {
+	if cpu < 0 || cpu >= len(a.CPUs) {
+		return 0
+	}
+	return a.CPUs[cpu].InjectedVec[vector].Load()
+}
+
 // Sections returns the closed sections in the order they closed.
 func (a *VM) Sections() []Section {
 	a.mu.Lock()

@@ -122,14 +122,42 @@ func TestACPIPMPowerOff(t *testing.T) {
 // TestMarkerReadBack: each read port returns its own count of the last
 // section, saturated to 32 bits.
 func TestMarkerReadBack(t *testing.T) {
-	m := &Marker{Mark: func(int, int) {}, Last: func(cpu int) (uint64, uint64, uint64, uint64) {
+	m := NewMarker(4, func(int, int) {}, func(cpu int) (uint64, uint64, uint64, uint64) {
 		return 100, uint64(cpu), 1 << 40, 7
-	}}
-	for port, want := range map[uint16]uint32{0x660: 100, 0x664: 3, 0x668: 0xFFFFFFFF, 0x66C: 7} {
-		b := make([]byte, 4)
-		m.In(3, port, b)
-		if got := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24; got != want {
+	}, nil)
+	for port, want := range map[uint16]uint32{0x660: 100, 0x664: 3, 0x668: 0xFFFFFFFF, 0x66C: 7, 0x670: 0} {
+		if got := markerIn(m, 3, port); got != want {
 			t.Errorf("IN %#x = %d, want %d", port, got, want)
 		}
 	}
+}
+
+// TestMarkerInjected: 0x670 reads the injections of the vector the reading
+// vCPU selected (its own selection, not another vCPU's), low 32 bits.
+func TestMarkerInjected(t *testing.T) {
+	m := NewMarker(2, func(int, int) {}, nil, func(cpu int, vector uint8) uint64 {
+		return 1<<32 | uint64(cpu)<<8 | uint64(vector)
+	})
+	m.Out(0, 0x670, []byte{0xfc, 0, 0, 0})
+	m.Out(1, 0x670, []byte{0xfb, 0, 0, 0})
+	if got := markerIn(m, 0, 0x670); got != 0x0fc {
+		t.Errorf("vCPU 0 reads %#x, want 0xfc (its vector, 32 bits)", got)
+	}
+	if got := markerIn(m, 1, 0x670); got != 0x1fb {
+		t.Errorf("vCPU 1 reads %#x, want 0x1fb", got)
+	}
+	// A vCPU the marker was not sized for reads zero and selects nothing.
+	m.Out(5, 0x670, []byte{1, 0, 0, 0})
+	if got := markerIn(m, 5, 0x670); got != 0 {
+		t.Errorf("vCPU 5 of 2 reads %#x, want 0", got)
+	}
+	if got := markerIn(m, 0, 0x660); got != 0 {
+		t.Errorf("IN 0x660 without section counts reads %d, want 0", got)
+	}
+}
+
+func markerIn(m *Marker, cpu int, port uint16) uint32 {
+	b := make([]byte, 4)
+	m.In(cpu, port, b)
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }

@@ -12,30 +12,58 @@ package devices
 //	IN 0x664  exits of the reading vCPU
 //	IN 0x668  IPIs delivered (destinations reached, all kinds)
 //	IN 0x66C  IPIs sent (ICR writes and PV sends)
+//
+// And a running count the guest can compare with its own interrupt
+// counters (the low 32 bits: the guest subtracts two readings):
+//
+//	OUT 0x670 v  select vector v (low 8 bits) for the writing vCPU
+//	IN  0x670    injections of the selected vector into the reading vCPU
+//	             since it started (withdrawn ones not counted)
+//
+// Read with interrupts off, it equals what that CPU has taken: govmm
+// injects only into a vCPU that can take the interrupt at once.
 type Marker struct {
 	Mark func(cpu, id int)
 	// Last returns the counts of the last closed section as seen by cpu;
 	// nil reads as zeros.
 	Last func(cpu int) (all, own, delivered, sent uint64)
+	// Injected returns how often vector has been injected into cpu; nil
+	// reads as zeros.
+	Injected func(cpu int, vector uint8) uint64
+
+	// vector[cpu] is cpu's selection at 0x670. A vCPU's port exits run on
+	// its own thread, so each slot has one writer and one reader: no lock.
+	vector []uint8
 }
 
 // MarkerPorts is the number of ports from 0x660 the marker answers.
-const MarkerPorts = 16
+const MarkerPorts = 0x14
+
+// NewMarker returns a marker for cpus vCPUs.
+func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) (all, own, delivered, sent uint64),
+	injected func(cpu int, vector uint8) uint64) *Marker {
+	return &Marker{Mark: mark, Last: last, Injected: injected, vector: make([]uint8, cpus)}
+}
 
 func (m *Marker) In(cpu int, port uint16, data []byte) {
 	var v uint64
-	if m.Last != nil {
+	switch {
+	case port >= 0x670:
+		if m.Injected != nil && cpu < len(m.vector) {
+			v = m.Injected(cpu, m.vector[cpu]) & 0xFFFFFFFF
+		}
+	case m.Last != nil:
 		all, own, delivered, sent := m.Last(cpu)
-		v = [4]uint64{all, own, delivered, sent}[port>>2&3]
-	}
-	if v > 0xFFFFFFFF {
-		v = 0xFFFFFFFF
+		v = min([4]uint64{all, own, delivered, sent}[port>>2&3], 0xFFFFFFFF)
 	}
 	putLE(data, v)
 }
 
 func (m *Marker) Out(cpu int, port uint16, data []byte) {
-	if port == 0x660 {
+	switch {
+	case port == 0x660:
 		m.Mark(cpu, int(le(data)))
+	case port == 0x670 && cpu < len(m.vector):
+		m.vector[cpu] = uint8(le(data))
 	}
 }

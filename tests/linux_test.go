@@ -76,7 +76,16 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	if err != nil {
 		t.Fatalf("initramfs not built (make initramfs): %v", err)
 	}
-	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, pvIPI, "")
+	// govmm's kernel writes its benchmark and storm results to the kernel
+	// log as well as to the sysfs file ipibench prints. With
+	// ignore_loglevel (u-root's init lowers the console level below
+	// KERN_INFO) that copy reaches the console from the kernel, not through
+	// user memory, which this kind of emulating host can corrupt (README).
+	extra := ""
+	if govmmKernel {
+		extra = "ignore_loglevel"
+	}
+	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, pvIPI, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,25 +142,36 @@ type linuxRun struct {
 	log string
 }
 
-// reStorm is the guest's storm summary (guest/linux/patches/0003).
-var reStorm = regexp.MustCompile(`govmm-ipistorm: (\d+) calls sent, (\d+) ran, (\d+) call-function interrupts taken, \d+ cycles/call: (.*)`)
+// reStorm is the guest's storm summary (guest/linux/patches/0003), and
+// reStormInjected its comparison, CPU by CPU, of the call-function
+// interrupts each CPU took with the injections govmm counted for it.
+var (
+	reStorm         = regexp.MustCompile(`govmm-ipistorm: (\d+) calls sent, (\d+) ran, (\d+) call-function interrupts taken, \d+ cycles/call: (.*)`)
+	reStormInjected = regexp.MustCompile(`govmm-ipistorm: govmm injected (\d+) call-function vectors: (.*)`)
+)
 
-// checkStorm checks the kernel's IPI storm (section 4) against govmm's
-// counts: every call ran exactly once in the guest, and the call-function
-// interrupts the guest took (CAL) are exactly the call-function vectors
-// govmm injected in the section: none lost, none delivered twice.
+// checkStorm checks the kernel's IPI storm (section 4): every call ran
+// once, and every CPU took exactly the call-function vectors govmm injected
+// into it. The guest reads both counts on each CPU with interrupts off
+// before and after the storm; the section (opened after the first reading,
+// closed before the second) cannot have more injections than that window.
 func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
 	t.Helper()
 	vm := lr.vm
 	m := reStorm.FindStringSubmatch(lr.log)
-	if m == nil {
-		t.Fatal("no storm summary in the console")
+	mi := reStormInjected.FindStringSubmatch(lr.log)
+	if m == nil || mi == nil {
+		t.Fatalf("no storm summary in the console; its storm lines: %q", regexp.MustCompile(`(?m)^.*ipistorm.*$`).FindAllString(lr.log, -1))
 	}
 	sent, _ := strconv.ParseUint(m[1], 10, 64)
 	ran, _ := strconv.ParseUint(m[2], 10, 64)
 	cal, _ := strconv.ParseUint(m[3], 10, 64)
+	injected, _ := strconv.ParseUint(mi[1], 10, 64)
 	if sent != uint64(cpus*n) || ran != sent || strings.TrimSpace(m[4]) != "every call ran exactly once" {
 		t.Errorf("guest storm: %d sent, %d ran (%s), want %d each", sent, ran, m[4], cpus*n)
+	}
+	if injected != cal || strings.TrimSpace(mi[2]) != "as many as every CPU took" {
+		t.Errorf("the guest took %d call-function interrupts, govmm injected %d (%s)", cal, injected, mi[2])
 	}
 	var sec *accounting.SectionReport
 	r := vm.Accounting().Report()
@@ -165,15 +185,15 @@ func checkStorm(t *testing.T, lr *linuxRun, cpus, n int) {
 	}
 	// CALL_FUNCTION_SINGLE_VECTOR 0xfb, CALL_FUNCTION_VECTOR 0xfc
 	inj := sec.Total.InjectedVec["0xfb"] + sec.Total.InjectedVec["0xfc"]
-	if inj != cal {
-		t.Errorf("govmm injected %d call-function vectors in the storm, the guest took %d call-function interrupts", inj, cal)
+	if inj == 0 || inj > injected {
+		t.Errorf("govmm's section 4 has %d call-function injections, the guest's window around it %d", inj, injected)
 	}
 	var delivered uint64
 	for _, d := range sec.Total.IPIDelivered {
 		delivered += d
 	}
-	t.Logf("storm: %d calls, %d call-function interrupts = %d injections; govmm: %d IPIs delivered, %d exits",
-		sent, cal, inj, delivered, sec.Total.Exits)
+	t.Logf("storm: %d calls, %d call-function interrupts = %d injections (%d in section 4); govmm: %d IPIs delivered, %d exits",
+		sent, cal, injected, inj, delivered, sec.Total.Exits)
 }
 
 // reCrash finds where a guest's crash report begins: a Go program's fatal

@@ -256,7 +256,7 @@ func (vm *VM) setupDevices() {
 	vm.ports.Register(PortFwCfg, 2, accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize))
 	vm.ports.Register(PortTestDev, 24, accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine})
 	vm.ports.Register(PortMSITest, 16, accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI})
-	vm.ports.Register(PortMark, devices.MarkerPorts, accounting.CausePIOMark, &devices.Marker{Mark: vm.acct.Mark, Last: vm.acct.LastSection})
+	vm.ports.Register(PortMark, devices.MarkerPorts, accounting.CausePIOMark, devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, vm.acct.LastSection, vm.acct.InjectedVector))
 }
 
 // sink turns "this LAPIC has something new" into a kick or wake-up.
