@@ -159,5 +159,5 @@ func TestMarkerInjected(t *testing.T) {
 func markerIn(m *Marker, cpu int, port uint16) uint32 {
 	b := make([]byte, 4)
 	m.In(cpu, port, b)
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+	return le(b)
 }

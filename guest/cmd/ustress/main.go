@@ -43,12 +43,12 @@ func main() {
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
 	flag.IntVar(&maxDepth, "depth", maxDepth, "deepest recursion of the recurse work, in frames (136 bytes each)")
 	flag.IntVar(&copyPages, "copy-pages", copyPages, "largest copy of the copy work, and area of the zap work, in pages")
-	flag.StringVar(&copyHow, "copy", copyHow, "how copy work copies: memmove, prefault or loop")
+	flag.StringVar(&copyHow, "copy", copyHow, "how copy work copies, of "+strings.Join(copyModes, ", "))
 	all := strings.Join(workItems, ",")
 	work := flag.String("work", all, "what the goroutines do, of "+all)
 	flag.Parse()
-	if copyHow != "memmove" && copyHow != "prefault" && copyHow != "loop" {
-		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (memmove, prefault, loop)\n", copyHow)
+	if !slices.Contains(copyModes, copyHow) {
+		fmt.Fprintf(os.Stderr, "ustress: -copy: unknown %q (%s)\n", copyHow, strings.Join(copyModes, ", "))
 		os.Exit(2)
 	}
 	clear(doing)
@@ -78,9 +78,11 @@ func main() {
 }
 
 // copyHow, copyPages and maxDepth are -copy, -copy-pages and -depth, with
-// their defaults also for run called without flags (the tests).
+// their defaults also for run called without flags (the tests); copyModes
+// are what -copy can name.
 var (
-	copyHow   = "memmove"
+	copyModes = []string{"memmove", "prefault", "loop"}
+	copyHow   = copyModes[0]
 	copyPages = 32
 	maxDepth  = 3000
 )
