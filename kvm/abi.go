@@ -58,6 +58,9 @@ const (
 	CapBinaryStatsFD     = 203
 	CapGetTSCKHz         = 61
 	CapVCPUEvents        = 41
+	CapXSAVE             = 55
+	CapXCRs              = 56
+	CapXSAVE2            = 208
 	CapInternalErrorData = 197
 )
 
@@ -337,3 +340,23 @@ type FailEntryExit struct {
 	HardwareEntryFailureReason uint64
 	CPU                        uint32
 }
+
+// XCRs is struct kvm_xcrs: the vCPU's extended control registers (XCR0 is
+// the only one x86 defines).
+type XCRs struct {
+	N     uint32
+	Flags uint32
+	XCRs  [16]XCR
+	_     [16]uint64
+}
+
+// XCR is struct kvm_xcr.
+type XCR struct {
+	XCR   uint32
+	_     uint32
+	Value uint64
+}
+
+// XSAVEMinSize is the size of struct kvm_xsave: what KVM_GET_XSAVE fills.
+// With KVM_CAP_XSAVE2 the buffer is as large as that capability says.
+const XSAVEMinSize = 4096

@@ -437,3 +437,54 @@ func (c *VCPU) SetMSR(index uint32, v uint64) error {
 	}
 	return wrap("KVM_SET_MSRS", err)
 }
+
+// XSAVE reads the vCPU's FPU and extended state into buf in the standard
+// (non-compacted) XSAVE format with KVM_GET_XSAVE2, or KVM_GET_XSAVE when buf
+// is XSAVEMinSize bytes. buf must be at least XSAVEMinSize bytes and, for
+// state beyond that, as large as KVM_CAP_XSAVE2 reports.
+func (c *VCPU) XSAVE(buf []byte) error {
+	if len(buf) < XSAVEMinSize {
+		return fmt.Errorf("KVM_GET_XSAVE: buffer of %d bytes, want at least %d", len(buf), XSAVEMinSize)
+	}
+	req, name := kvmGetXSAVE2, "KVM_GET_XSAVE2"
+	if len(buf) == XSAVEMinSize {
+		req, name = kvmGetXSAVE, "KVM_GET_XSAVE"
+	}
+	_, err := ioctl(c.fd, req, uintptr(unsafe.Pointer(&buf[0])))
+	runtime.KeepAlive(buf)
+	return wrap(name, err)
+}
+
+// SetXSAVE loads the vCPU's FPU and extended state from buf (standard
+// format, XCOMP_BV zero) with KVM_SET_XSAVE; KVM reads as many bytes as its
+// KVM_CAP_XSAVE2 size.
+func (c *VCPU) SetXSAVE(buf []byte) error {
+	if len(buf) < XSAVEMinSize {
+		return fmt.Errorf("KVM_SET_XSAVE: buffer of %d bytes, want at least %d", len(buf), XSAVEMinSize)
+	}
+	_, err := ioctl(c.fd, kvmSetXSAVE, uintptr(unsafe.Pointer(&buf[0])))
+	runtime.KeepAlive(buf)
+	return wrap("KVM_SET_XSAVE", err)
+}
+
+// XCR0 reads the vCPU's XCR0 with KVM_GET_XCRS.
+func (c *VCPU) XCR0() (uint64, error) {
+	var x XCRs
+	if err := ioctlPtr(c.fd, kvmGetXCRs, &x); err != nil {
+		return 0, wrap("KVM_GET_XCRS", err)
+	}
+	for _, r := range x.XCRs[:min(int(x.N), len(x.XCRs))] {
+		if r.XCR == 0 {
+			return r.Value, nil
+		}
+	}
+	return 0, fmt.Errorf("KVM_GET_XCRS returned no XCR0")
+}
+
+// SetXCR0 writes the vCPU's XCR0 with KVM_SET_XCRS; KVM refuses (EINVAL)
+// a value its own checks reject (kvm_vcpu_ioctl_x86_set_xcrs, __kvm_set_xcr).
+func (c *VCPU) SetXCR0(v uint64) error {
+	x := XCRs{N: 1}
+	x.XCRs[0] = XCR{XCR: 0, Value: v}
+	return wrap("KVM_SET_XCRS", ioctlPtr(c.fd, kvmSetXCRs, &x))
+}
