@@ -60,6 +60,14 @@ const (
 	CauseSetTPR
 	CauseRecoverInt3
 	CauseRecoverOther
+	// The XSAVE family completed by govmm (vcpu/xsave.go), one exit each:
+	// saves (XSAVE, XSAVEOPT, XSAVEC, XSAVES), restores (XRSTOR, XRSTORS),
+	// XGETBV, XSETBV, and those that raised an exception instead.
+	CauseRecoverXSAVE
+	CauseRecoverXRSTOR
+	CauseRecoverXGETBV
+	CauseRecoverXSETBV
+	CauseRecoverXStateFault
 	CauseShutdown
 	CauseOther
 	NumCauses
@@ -72,6 +80,7 @@ var fixedNames = [...]string{
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
 	"mmio_other", "syscall_doorbell", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
+	"recover_xsave", "recover_xrstor", "recover_xgetbv", "recover_xsetbv", "recover_xstate_fault",
 	"shutdown", "other",
 }
 

@@ -130,3 +130,97 @@ func guestBytes(mem *memory.Memory, s *kvm.Sregs, la uint64, n uint64) ([]byte, 
 	}
 	return mem.Slice(gpa, n)
 }
+
+// pageFault is a #PF the guest must take instead of the access: the linear
+// address (CR2) and the error code.
+type pageFault struct {
+	addr uint64
+	code uint32
+}
+
+// #PF error code bits (SDM vol. 3, 4.7).
+const (
+	pfPresent = 1 << 0 // the page was present: a protection fault
+	pfWrite   = 1 << 1
+)
+
+// translateAccess is translate for an access the emulator left to govmm
+// that has not passed KVM's checks: a supervisor-mode read or write in
+// 4-level long mode. It refuses a not-present page and, with CR0.WP, a
+// write to a read-only one, with the #PF the processor raises, and sets
+// the accessed bit of every entry it uses and the dirty bit of the leaf on
+// a write, atomically, as the processor's page walker does (Linux relies
+// on them to find written pages). Other paging modes fall back to
+// translate's presence check.
+func translateAccess(mem *memory.Memory, s *kvm.Sregs, la uint64, write bool) (uint64, *pageFault, error) {
+	const (
+		cr0PG, cr0WP = 1 << 31, 1 << 16
+		cr4LA57      = 1 << 12
+		eferLMA      = 1 << 10
+		pteP, pteW   = 1 << 0, 1 << 1
+		pteA, pteD   = 1 << 5, 1 << 6
+		ptePS        = 1 << 7
+		addr52       = 0x000FFFFFFFFFF000
+	)
+	if s.CR0&cr0PG == 0 || s.EFER&eferLMA == 0 || s.CR4&cr4LA57 != 0 {
+		gpa, err := translate(mem, s, la)
+		return gpa, nil, err
+	}
+	code := uint32(0)
+	if write {
+		code |= pfWrite
+	}
+	checkW := write && s.CR0&cr0WP != 0
+	table := s.CR3 & addr52
+	writable := true
+	for lvl := 4; lvl >= 1; lvl-- {
+		shift := uint(12 + 9*(lvl-1))
+		b, err := mem.Slice(table+(la>>shift&0x1FF)*8, 8)
+		if err != nil {
+			return 0, nil, err
+		}
+		e := binary.LittleEndian.Uint64(b)
+		if e&pteP == 0 {
+			return 0, &pageFault{la, code}, nil
+		}
+		writable = writable && e&pteW != 0
+		leaf := lvl == 1 || lvl <= 3 && e&ptePS != 0
+		set := uint64(pteA)
+		if leaf && write {
+			set |= pteD
+		}
+		if leaf && checkW && !writable {
+			return 0, &pageFault{la, code | pfPresent}, nil
+		}
+		if e&set != set {
+			orPTE(b, set)
+		}
+		if leaf {
+			mask := uint64(1)<<shift - 1
+			return e&addr52&^mask | la&mask, nil, nil
+		}
+		table = e & addr52
+	}
+	panic("unreachable")
+}
+
+// linearRange returns the host bytes behind [la, la+n) for an access of
+// the kind given, page by page, or the #PF of the first page that refuses
+// it (then nothing is touched but accessed bits).
+func linearRange(mem *memory.Memory, s *kvm.Sregs, la uint64, n uint64, write bool) ([][]byte, *pageFault, error) {
+	var out [][]byte
+	for n > 0 {
+		chunk := min(n, 0x1000-la&0xFFF)
+		gpa, pf, err := translateAccess(mem, s, la, write)
+		if pf != nil || err != nil {
+			return nil, pf, err
+		}
+		b, err := mem.Slice(gpa, chunk)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, b)
+		la, n = la+chunk, n-chunk
+	}
+	return out, nil, nil
+}

@@ -17,8 +17,8 @@ import (
 //
 // Completed here: int3 (inject #BP, RIP past it), fwait (no x87 exception
 // is ever pending: a no-op), clac/stac (RFLAGS.AC), and popcnt, lzcnt, tzcnt
-// with register operands. Not yet: memory operands, cmpxchg16b, SSE/xsave
-// (the guest kernels of later issues avoid or need them).
+// with register and memory operands, cmpxchg16b, and the XSAVE family
+// (xsave.go). Not SSE or AVX instructions: govmm's guest kernel runs none.
 func (v *VCPU) recover() error {
 	run := v.kvm.RunData()
 	ie := v.kvm.Internal()
@@ -57,6 +57,9 @@ func (v *VCPU) recover() error {
 	if err != nil {
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not emulate the instruction % x at RIP %#x (undecodable: %v)", code, regs.RIP, err)
+	}
+	if handled, err := v.completeXState(inst, mode); handled {
+		return err
 	}
 	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCC {
 		v.acct.Exit(accounting.CauseRecoverInt3)

@@ -17,6 +17,7 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
+	"github.com/govmm/govmm/xstate"
 )
 
 // MMIOHandler serves guest-physical MMIO that is not the vCPU's own xAPIC
@@ -44,6 +45,11 @@ type Config struct {
 	// SyscallDoorbell serves govmm's SYSCALL doorbell (package pvsyscall;
 	// the VM advertises it).
 	SyscallDoorbell bool
+	// XState is the vCPU's XSAVE layout (from its CPUID), for completing
+	// the XSAVE family where the host's emulator cannot; nil leaves them
+	// to KVM. XSAVESize is KVM's XSAVE image size (KVM_CAP_XSAVE2).
+	XState    *xstate.Layout
+	XSAVESize int
 	// Done is closed when the VM ends; every loop then returns.
 	Done <-chan struct{}
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
@@ -89,6 +95,9 @@ type VCPU struct {
 	syscallDoorbell bool   // the SYSCALL doorbell is offered
 	syscallEntry    uint64 // the kernel's real SYSCALL entry; 0: doorbell off
 
+	xstate   *xstate.Layout // nil: the XSAVE family is not completed here
+	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
+
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
 	timer      *time.Timer
@@ -102,6 +111,9 @@ func New(id int, c Config) *VCPU {
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs, pvEOI: c.PVEOI,
 		syscallDoorbell: c.SyscallDoorbell,
 		done:            c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+	if c.XState != nil {
+		v.xstate, v.xsaveBuf = c.XState, make([]byte, max(c.XSAVESize, kvm.XSAVEMinSize))
+	}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
 	return v

@@ -1,9 +1,11 @@
 package vmm
 
 import (
+	"github.com/govmm/govmm/internal/hostcpu"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/pvsyscall"
+	"github.com/govmm/govmm/xstate"
 )
 
 // CPUID bits govmm sets or clears.
@@ -11,6 +13,7 @@ const (
 	cpuid1ECXX2APIC      = 1 << 21
 	cpuid1ECXTSCDeadline = 1 << 24
 	cpuid1ECXHypervisor  = 1 << 31
+	cpuid1ECXXSAVE       = 1 << 26
 	cpuid1EDXAPIC        = 1 << 9
 	kvmCPUIDSignature    = 0x40000000
 	kvmCPUIDFeatures     = 0x40000001
@@ -27,6 +30,13 @@ const (
 func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CPUIDEntry {
 	x2apic, pvIPI, pvEOI := o.x2apic, o.pvIPI, o.pvEOI
 	out := make([]kvm.CPUIDEntry, 0, len(supported))
+	// An emulating host's KVM may offer XSAVE state (leaf 0xD) but clear
+	// CPUID.1:ECX.XSAVE, while its guests see the host's leaf 1 with XSAVE
+	// set anyway: then a kernel that sets CR4.OSXSAVE gets #GP from KVM
+	// (kvm_is_valid_cr4 checks the CPUID govmm gave). govmm completes the
+	// XSAVE family itself where KVM cannot (vcpu/xsave.go), so the bit
+	// follows leaf 0xD.
+	_, hasXSAVE := lookupCPUID(supported, 0xD, 0)
 	for _, e := range supported {
 		switch e.Function {
 		case 1:
@@ -38,6 +48,9 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 				e.ECX &^= cpuid1ECXX2APIC
 			}
 			e.EDX |= cpuid1EDXAPIC
+			if hasXSAVE {
+				e.ECX |= cpuid1ECXXSAVE
+			}
 		case 0xB, 0x1F:
 			// Extended topology: one thread per core, one core per package;
 			// EDX is the x2APIC ID.
@@ -89,4 +102,41 @@ func bitsFor(n int) uint32 {
 		b++
 	}
 	return b
+}
+
+// lookupCPUID finds one leaf and sub-leaf in a CPUID table.
+func lookupCPUID(entries []kvm.CPUIDEntry, leaf, sub uint32) (kvm.CPUIDEntry, bool) {
+	for _, e := range entries {
+		if e.Function == leaf && (e.Index == sub || e.Flags&kvmCPUIDFlagSignificantIndex == 0) {
+			return e, true
+		}
+	}
+	return kvm.CPUIDEntry{}, false
+}
+
+// kvmCPUIDFlagSignificantIndex is KVM_CPUID_FLAG_SIGNIFCANT_INDEX: the
+// entry is for one sub-leaf only.
+const kvmCPUIDFlagSignificantIndex = 1
+
+// xstateLayout is the XSAVE layout a vCPU with CPUID table entries has,
+// for completing the XSAVE family (vcpu/xsave.go). The instruction forms it
+// accepts are those of the table and those of the host processor: the
+// emulating host this was written on lets the guest see the host's
+// CPUID.(0xD,1) whatever the table says (its KVM offers no XSAVEC, yet
+// govmm's guest kernel reports "using 'compacted' format" and runs XRSTOR
+// on compacted areas), and an instruction the guest was shown must work.
+func xstateLayout(entries []kvm.CPUIDEntry) *xstate.Layout {
+	if _, ok := lookupCPUID(entries, 0xD, 0); !ok {
+		return nil
+	}
+	l := xstate.NewLayout(func(leaf, sub uint32) (uint32, uint32, uint32, uint32) {
+		e, _ := lookupCPUID(entries, leaf, sub)
+		return e.EAX, e.EBX, e.ECX, e.EDX
+	})
+	host := xstate.NewLayout(hostcpu.CPUID)
+	l.XSAVEOPT = l.XSAVEOPT || host.XSAVEOPT
+	l.XSAVEC = l.XSAVEC || host.XSAVEC
+	l.XGETBV1 = l.XGETBV1 || host.XGETBV1
+	l.XSAVES = l.XSAVES || host.XSAVES
+	return &l
 }

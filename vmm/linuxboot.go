@@ -35,7 +35,7 @@ const LinuxBase = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 nowatchdog re
 // EmulatingHostCmdline keeps a kernel away from what an emulating host's
 // instruction emulator cannot run in kernel mode (HOST.md; rdtscp, invpcid
 // and fsgsbase found by disassembling govmm's kernel, guest/linux/README.md).
-const EmulatingHostCmdline = "noxsave nofsgsbase tsc=reliable clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx,rdtscp,invpcid cryptomgr.notests init_on_alloc=0"
+const EmulatingHostCmdline = "nofsgsbase tsc=reliable clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx,rdtscp,invpcid cryptomgr.notests init_on_alloc=0"
 
 // LinuxConfig returns the VM configuration that boots a Linux kernel in
 // mode on cpus vCPUs, or an error naming why the combination is impossible.

@@ -18,6 +18,7 @@ import (
 	"github.com/govmm/govmm/pvsyscall"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vlapic"
+	"github.com/govmm/govmm/xstate"
 )
 
 // Platform addresses below 1 MiB... and the ones KVM needs for real mode on
@@ -206,14 +207,19 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	}
 	n := vm.cfg.CPUs
 	vm.kvcpu = make([]*kvm.VCPU, n)
+	var layout *xstate.Layout
 	for i := range n {
 		c, err := vm.kvm.CreateVCPU(i)
 		if err != nil {
 			return err
 		}
 		vm.kvcpu[i] = c
-		if err := c.SetCPUID(cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI, doorbell: vm.doorbell})); err != nil {
+		table := cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI, doorbell: vm.doorbell})
+		if err := c.SetCPUID(table); err != nil {
 			return err
+		}
+		if i == 0 && vm.sys.CheckExtension(kvm.CapXSAVE) != 0 && vm.sys.CheckExtension(kvm.CapXCRs) != 0 {
+			layout = xstateLayout(table) // the same for every vCPU
 		}
 	}
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
@@ -239,6 +245,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			cfg.APICs = vm.apics
 		}
 		cfg.PVEOI, cfg.SyscallDoorbell, cfg.Symbols = vm.cfg.PVEOI, vm.doorbell, syms
+		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/govmm/govmm/xstate/internal/hostcpu"
+	"github.com/govmm/govmm/internal/hostcpu"
 )
 
 // skylakeCPUID is CPUID leaf 0xD as KVM reports it on the hosts govmm

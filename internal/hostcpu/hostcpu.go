@@ -1,5 +1,6 @@
-// Package hostcpu runs the XSAVE family on the host processor itself, so
-// that package xstate's model is checked against real hardware in tests.
+// Package hostcpu asks the host processor itself: CPUID, XCR0, and the
+// XSAVE family run natively, so that what govmm models of the processor
+// (package xstate) is measured against the real thing.
 package hostcpu
 
 // CPUID executes CPUID on the host.
