@@ -39,7 +39,12 @@ func Flat32(s *kvm.Sregs) {
 
 // startAt puts the vCPU where a Startup IPI with vector vec sends it: real
 // mode, CS = vec << 8, IP = 0 (SDM 8.4.4.1); everything else as after INIT.
+// Register edits an exit handler left for the next KVM_RUN to load (sync
+// regs marked dirty) belong to the state INIT discarded: they are dropped,
+// and the sync copies show the new state.
 func startAt(c *kvm.VCPU, vec uint8) error {
+	run := c.RunData()
+	run.DirtyRegs = 0
 	s, err := c.Sregs()
 	if err != nil {
 		return err
@@ -54,10 +59,16 @@ func startAt(c *kvm.VCPU, vec uint8) error {
 	s.GDT = kvm.DTable{Limit: 0xFFFF}
 	s.IDT = kvm.DTable{Limit: 0xFFFF}
 	s.CR0, s.CR2, s.CR3, s.CR4, s.EFER = 0x60000010, 0, 0, 0, 0
+	s.InterruptBitmap = [4]uint64{} // nothing of before INIT is re-queued
 	if err := c.SetSregs(s); err != nil {
 		return err
 	}
-	return c.SetRegs(kvm.Regs{RFLAGS: 2, RIP: 0})
+	r := kvm.Regs{RFLAGS: 2, RIP: 0}
+	if err := c.SetRegs(r); err != nil {
+		return err
+	}
+	run.Sync.Regs, run.Sync.Sregs = r, s
+	return nil
 }
 
 // Long64 returns the sregs of Linux's 64-bit boot protocol: long mode with

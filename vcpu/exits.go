@@ -173,7 +173,8 @@ func (v *VCPU) handleMSR(write bool) {
 	}
 	m.Error = 0
 	if errors.Is(err, vlapic.ErrGP) {
-		m.Error = 1 // KVM injects #GP(0)
+		m.Error = 1 // KVM injects #GP(0) at the next entry
+		v.exceptionQueued = true
 	}
 }
 

@@ -93,7 +93,11 @@ func (v *VCPU) injectBP(n uint64) error {
 	}
 	ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
 	ev.Flags = 0
-	return v.kvm.SetEvents(ev)
+	if err := v.kvm.SetEvents(ev); err != nil {
+		return err
+	}
+	v.exceptionQueued = true
+	return nil
 }
 
 // completeMem performs the instructions with a memory operand that this

@@ -95,6 +95,12 @@ type VCPU struct {
 	syscallDoorbell bool   // the SYSCALL doorbell is offered
 	syscallEntry    uint64 // the kernel's real SYSCALL entry; 0: doorbell off
 
+	// exceptionQueued: this exit's handler made KVM deliver an exception at
+	// the next entry (injected with KVM_SET_VCPU_EVENTS, or an MSR access
+	// answered with an error, which KVM turns into #GP). Cleared by every
+	// KVM_RUN.
+	exceptionQueued bool
+
 	xstate   *xstate.Layout // nil: the XSAVE family is not completed here
 	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
 
@@ -175,6 +181,7 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 		err := v.kvm.Run()
+		v.exceptionQueued = false
 		v.state.Store(uint32(StateVMM))
 		// Clear the kick in this order, and immediate_exit always: a Notify
 		// that won its CAS before the Store may set immediate_exit after we
@@ -262,8 +269,10 @@ func (v *VCPU) prepareEntry() error {
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
 	v.syncPVEOI()
+	allowed := interruptAllowed(run, v.exceptionQueued)
+	injected := -1
 	if _, ok := v.lapic.PendingVector(); ok {
-		if run.ReadyForInterruptInjection != 0 && run.IFFlag != 0 {
+		if allowed {
 			v.completePVEOI() // a nested vector: the first one needs a real EOI
 			if vec, ok, pv := v.lapic.AcknowledgePV(); ok {
 				// The vector is in service now: failing to inject it
@@ -271,6 +280,7 @@ func (v *VCPU) prepareEntry() error {
 				if err := v.kvm.Interrupt(vec); err != nil {
 					return fmt.Errorf("injecting vector %#x: %w", vec, err)
 				}
+				injected = int(vec)
 				v.acct.Inject(vec)
 				if pv {
 					v.offerPVEOI()
@@ -278,9 +288,16 @@ func (v *VCPU) prepareEntry() error {
 			}
 		}
 		_, more := v.lapic.PendingVector()
-		v.kvm.SetRequestInterruptWindow(more || run.ReadyForInterruptInjection == 0 || run.IFFlag == 0)
+		v.kvm.SetRequestInterruptWindow(more || !allowed)
 	} else {
 		v.kvm.SetRequestInterruptWindow(false)
+	}
+	if run.DirtyRegs&kvm.SyncRegsSregs != 0 {
+		// KVM_RUN will load the sregs a handler edited, and loading them
+		// queues the lowest vector of interrupt_bitmap for injection
+		// (__set_sregs in arch/x86/kvm/x86.c): the bitmap must be what is
+		// queued now, not what was at the exit.
+		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
 	}
 	v.cr8 = v.lapic.CR8()
 	run.CR8 = v.cr8
@@ -342,6 +359,7 @@ func (v *VCPU) waitSIPI() bool {
 		if v.events.SIPI {
 			vec := v.events.SIPIVector
 			v.events = vlapic.Events{}
+			v.exceptionQueued = false
 			if err := startAt(v.kvm, vec); err != nil {
 				return false
 			}
@@ -374,4 +392,36 @@ func (v *VCPU) syncTimer() {
 func (v *VCPU) timerFired() {
 	v.lapic.Tick()
 	v.Notify()
+}
+
+// interruptAllowed says whether an interrupt injected now will be taken at
+// the next entry. It is what KVM reported at the exit
+// (ready_for_interrupt_injection, if_flag) unless this exit's handler
+// changed it: RFLAGS edited (a completed SYSCALL masks IF) is read from the
+// registers KVM_RUN will load; and an exception queued for the entry comes
+// first, while an interrupt queued with KVM_INTERRUPT for that same entry
+// is not injected and is cleared at the next exit (an acknowledged vector
+// lost for good). Then govmm asks for an interrupt window instead.
+func interruptAllowed(run *kvm.Run, exceptionQueued bool) bool {
+	const rflagsIF = 1 << 9
+	switch {
+	case exceptionQueued, run.ReadyForInterruptInjection == 0:
+		return false
+	case run.DirtyRegs&kvm.SyncRegsGPR != 0:
+		return run.Sync.Regs.RFLAGS&rflagsIF != 0
+	}
+	return run.IFFlag != 0
+}
+
+// queuedBitmap is the interrupt_bitmap that says what is queued for the
+// next entry: the vector govmm injected now (it can only inject when
+// nothing else is queued), else the exit's bitmap (whatever a handler left
+// queued or, having withdrawn it, cleared).
+func queuedBitmap(atExit [4]uint64, injected int) [4]uint64 {
+	if injected < 0 {
+		return atExit
+	}
+	var b [4]uint64
+	b[injected/64] = 1 << (injected % 64)
+	return b
 }

@@ -294,5 +294,9 @@ func (v *VCPU) injectException(vec uint8, code *uint32, cr2 *uint64) error {
 		ev.Exception.HasErrorCode, ev.Exception.ErrorCode = 1, *code
 	}
 	ev.Flags = 0
-	return v.kvm.SetEvents(ev)
+	if err := v.kvm.SetEvents(ev); err != nil {
+		return err
+	}
+	v.exceptionQueued = true
+	return nil
 }

@@ -1,0 +1,47 @@
+package vcpu
+
+import (
+	"testing"
+
+	"github.com/govmm/govmm/kvm"
+)
+
+// The injection decision uses the state the next KVM_RUN will load, not
+// the exit's: a completed SYSCALL masked IF, a queued exception comes
+// first (an interrupt queued beside it would be dropped by KVM).
+func TestInterruptAllowedAfterEdits(t *testing.T) {
+	const ifFlag = 1 << 9
+	for _, c := range []struct {
+		name      string
+		ready, IF uint8
+		dirty     uint64
+		rflags    uint64
+		exception bool
+		want      bool
+	}{
+		{"as at the exit", 1, 1, 0, ifFlag, false, true},
+		{"IF clear at the exit", 1, 0, 0, 0, false, false},
+		{"not ready at the exit", 0, 1, 0, ifFlag, false, false},
+		{"doorbell masked IF", 1, 1, kvm.SyncRegsGPR | kvm.SyncRegsSregs, 0x2, false, false},
+		{"handler set IF", 1, 0, kvm.SyncRegsGPR, ifFlag | 2, false, true},
+		{"RIP moved, IF kept", 1, 1, kvm.SyncRegsGPR, ifFlag | 2, false, true},
+		{"exception queued", 1, 1, 0, ifFlag, true, false},
+	} {
+		var run kvm.Run
+		run.ReadyForInterruptInjection, run.IFFlag, run.DirtyRegs = c.ready, c.IF, c.dirty
+		run.Sync.Regs.RFLAGS = c.rflags
+		if got := interruptAllowed(&run, c.exception); got != c.want {
+			t.Errorf("%s: allowed = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestQueuedBitmap(t *testing.T) {
+	stale := [4]uint64{0, 1 << 3, 0, 0} // vector 0x43 queued at the exit
+	if got := queuedBitmap(stale, -1); got != stale {
+		t.Errorf("nothing injected: %x, want the exit's %x", got, stale)
+	}
+	if got := queuedBitmap([4]uint64{}, 0xec); got != [4]uint64{0, 0, 0, 1 << (0xec - 192)} {
+		t.Errorf("0xec injected: %x", got)
+	}
+}
