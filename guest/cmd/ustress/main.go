@@ -72,9 +72,23 @@ func main() {
 		os.Exit(1)
 	}
 	if !*child {
-		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %d register holds, %d discards, %d GCs, %d children\n",
-			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
+		fmt.Println(s.summary(*d, *g))
 	}
+}
+
+// summary is the line of a run that found nothing: what it did. A vector
+// hold the CPU (or the kernel) does not allow says so instead of a count.
+func (s *stats) summary(d time.Duration, g int) string {
+	ymm := fmt.Sprintf("%d YMM holds", s.ymm.Load())
+	if doing["ymm"] && !haveYMM {
+		ymm = "ymm n/a (no AVX)"
+	}
+	zmm := fmt.Sprintf("%d ZMM holds", s.zmm.Load())
+	if doing["zmm"] && !haveZMM {
+		zmm = "zmm n/a (no AVX-512F)"
+	}
+	return fmt.Sprintf("ustress: ok %v on %d CPUs, %d goroutines: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %s, %s, %d register holds, %d discards, %d GCs, %d children",
+		d, runtime.NumCPU(), g, s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), ymm, zmm, s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
 }
 
 // copyHow, copyPages and maxDepth are -copy, -copy-pages and -depth, with
@@ -90,7 +104,7 @@ var (
 // workItems are what -work can name; doing holds the ones it names (all of
 // them for run called without flags).
 var (
-	workItems = []string{"recurse", "buffer", "copy", "xmm", "gpr", "zap"}
+	workItems = []string{"recurse", "buffer", "copy", "xmm", "ymm", "zmm", "gpr", "zap"}
 	doing     = func() map[string]bool {
 		m := map[string]bool{}
 		for _, w := range workItems {
@@ -101,7 +115,7 @@ var (
 )
 
 type stats struct {
-	recursions, deepest, buffers, gcs, children, copies, xmm, gpr, zaps atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies, xmm, ymm, zmm, gpr, zaps atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -150,6 +164,12 @@ func run(d time.Duration, g, children int) *stats {
 				}
 				if doing["xmm"] {
 					xmmCheck(s, rng)
+				}
+				if doing["ymm"] && haveYMM {
+					ymmCheck(s, rng)
+				}
+				if doing["zmm"] && haveZMM {
+					zmmCheck(s, rng)
 				}
 				if doing["gpr"] {
 					gprCheck(s, rng)
