@@ -21,6 +21,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -87,8 +88,8 @@ func (s *stats) summary(d time.Duration, g int) string {
 	if doing["zmm"] && !haveZMM {
 		zmm = "zmm n/a (no AVX-512F)"
 	}
-	return fmt.Sprintf("ustress: ok %v on %d CPUs, %d goroutines: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %s, %s, %d register holds, %d discards, %d GCs, %d children",
-		d, runtime.NumCPU(), g, s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), ymm, zmm, s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
+	return fmt.Sprintf("ustress: ok %v on %d CPUs, %d goroutines: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d memmoves, %d XMM holds, %s, %s, %d register holds, %d discards, %d GCs, %d children",
+		d, runtime.NumCPU(), g, s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.moves.Load(), s.xmm.Load(), ymm, zmm, s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
 }
 
 // copyHow, copyPages and maxDepth are -copy, -copy-pages and -depth, with
@@ -104,7 +105,7 @@ var (
 // workItems are what -work can name; doing holds the ones it names (all of
 // them for run called without flags).
 var (
-	workItems = []string{"recurse", "buffer", "copy", "xmm", "ymm", "zmm", "gpr", "zap"}
+	workItems = []string{"recurse", "buffer", "copy", "memmove", "xmm", "ymm", "zmm", "gpr", "zap"}
 	doing     = func() map[string]bool {
 		m := map[string]bool{}
 		for _, w := range workItems {
@@ -115,7 +116,7 @@ var (
 )
 
 type stats struct {
-	recursions, deepest, buffers, gcs, children, copies, xmm, ymm, zmm, gpr, zaps atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies, moves, xmm, ymm, zmm, gpr, zaps atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -161,6 +162,9 @@ func run(d time.Duration, g, children int) *stats {
 				}
 				if doing["copy"] {
 					freshCopy(s, rng)
+				}
+				if doing["memmove"] {
+					moveCheck(s, rng, goCopy)
 				}
 				if doing["xmm"] {
 					xmmCheck(s, rng)
@@ -270,11 +274,13 @@ func buffer(s *stats, rng *rand.Rand) {
 }
 
 // freshCopy copies a pattern into newly mapped memory, whose pages are not
-// present yet: the copy (Go's memmove: REP MOVSQ above 2 KiB) takes a page
-// fault at every page, in the middle of the instruction, and must resume
-// where it stopped. -copy picks how: memmove (as said), prefault (every
-// page touched first: no fault in the copy) or loop (8 bytes at a time in
-// a Go loop: a fault between instructions, not inside one).
+// present yet: the copy (Go's memmove: REP MOVSQ above 2 KiB, or AVX
+// loads and stores where the CPU has AVX) takes a page fault at every
+// page, inside REP MOVSQ (which must resume where it stopped) or at a
+// store. -copy picks how: memmove (as said), prefault (every page touched
+// first: no fault in the copy) or loop (8 bytes at a time in a Go loop: a
+// fault between instructions, not inside one). Differences are reported
+// in 16-byte chunks (chunkDiff).
 func freshCopy(s *stats, rng *rand.Rand) {
 	const page = 4096
 	n := page * (1 + rng.IntN(copyPages))
@@ -305,24 +311,148 @@ func freshCopy(s *stats, rng *rand.Rand) {
 	default:
 		copy(dst[off:], src[:n-off])
 	}
-	var bad []string
-	for i := off; i < n && len(bad) < 6; i++ {
-		if dst[i] == src[i-off] {
-			continue
-		}
-		j, zero := i, true
-		for j < n && dst[j] != src[j-off] {
-			zero = zero && dst[j] == 0
-			j++
-		}
-		bad = append(bad, fmt.Sprintf("%d..%d (page %d +%#x, %d bytes, zero %v)", i, j-1, i/page, i%page, j-i, zero))
-		i = j
-	}
-	if bad != nil {
-		s.fail("%s copy of %d bytes to %d fresh pages at offset %d: differ at %s", copyHow, n-off, n/page, off, strings.Join(bad, ", "))
+	if diff := chunkDiff(dst[off:], src[:n-off]); diff != "" {
+		s.fail("%s copy of %d bytes to %d fresh pages at offset %d (%#x): %s", copyHow, n-off, n/page, off, off, diff)
 		return
 	}
 	s.copies.Add(1)
+}
+
+// moveCheck copies with Go's copy() (the runtime's memmove) within a heap
+// buffer of a pattern, at sizes that take each of memmove's paths (SSE
+// code up to 256 bytes; above, AVX loops where the CPU has AVX, else SSE
+// and REP MOVS; non-temporal stores from 1 MiB; backward when the ends
+// overlap that way) and at unaligned places, and checks the whole buffer against
+// the pattern moved by a byte loop. memmove holds what it copies in
+// vector registers between loads and stores: the upper half of a YMM or
+// ZMM register that the kernel did not restore is a 16-byte chunk of
+// wrong data, so the differences are reported 16 bytes at a time. move
+// is goCopy but in the tests.
+func moveCheck(s *stats, rng *rand.Rand, move func(dst, src []byte)) {
+	n := moveSize(rng)
+	lead := rng.IntN(64) // where the first of the two ends starts
+	var from, to int
+	var how string
+	switch gap := rng.IntN(64); {
+	case n > 1 && rng.IntN(4) == 0: // overlapping, by 1 to n-1 bytes
+		shift := 1 + rng.IntN(min(n-1, 4096))
+		from, to, how = lead, lead+shift, "overlapping, backward"
+		if rng.IntN(2) == 0 {
+			from, to, how = to, from, "overlapping, forward"
+		}
+	case rng.IntN(2) == 0:
+		from, to, how = lead, lead+n+gap, "apart, to a higher address"
+	default:
+		from, to, how = lead+n+gap, lead, "apart, to a lower address"
+	}
+	b := make([]byte, max(from, to)+n+64)
+	seed := rng.Uint64()
+	fillPattern(b, seed, 0)
+	move(b[to:to+n], b[from:from+n])
+	want := make([]byte, len(b))
+	fillPattern(want, seed, 0)
+	fillPattern(want[to:to+n], seed, from)
+	var bad []string
+	for _, part := range []struct {
+		name   string
+		lo, hi int
+	}{{"in the destination", to, to + n}, {"before it", 0, to}, {"after it", to + n, len(b)}} {
+		if diff := chunkDiff(b[part.lo:part.hi], want[part.lo:part.hi]); diff != "" {
+			bad = append(bad, part.name+": "+diff)
+		}
+	}
+	if bad != nil {
+		s.fail("copy() of %d bytes from +%d to +%d (%s) in a %d-byte buffer at %p: %s", n, from, to, how, len(b), &b[0], strings.Join(bad, "; "))
+		return
+	}
+	s.moves.Add(1)
+}
+
+// fillPattern fills b with bytes start on of a pattern of seed, in a byte
+// loop (not copy(), which is under test).
+func fillPattern(b []byte, seed uint64, start int) {
+	var word uint64
+	for i := range b {
+		at := start + i
+		if i == 0 || at%8 == 0 {
+			word = mix(seed, uint64(at/8), 17)
+		}
+		b[i] = byte(word >> (8 * (at % 8)))
+	}
+}
+
+// goCopy is Go's built-in copy, the runtime's memmove.
+func goCopy(dst, src []byte) { copy(dst, src) }
+
+// moveSize picks a copy size for moveCheck: each of memmove's size classes
+// as often as the others, the big non-temporal one seldom (it is slow to
+// check).
+func moveSize(rng *rand.Rand) int {
+	switch rng.IntN(16) {
+	case 0, 1, 2:
+		return 1 + rng.IntN(32)
+	case 3, 4, 5:
+		return 33 + rng.IntN(256-32)
+	case 6, 7, 8:
+		return 257 + rng.IntN(1024-256)
+	case 9, 10, 11:
+		return 1025 + rng.IntN(16<<10-1024)
+	case 12, 13, 14:
+		return 16<<10 + 1 + rng.IntN(128<<10)
+	default:
+		return 1<<20 + rng.IntN(64<<10)
+	}
+}
+
+// sameBytes is bytes.Equal without vector registers.
+func sameBytes(a, b []byte) bool {
+	for len(a) >= 8 {
+		if binary.LittleEndian.Uint64(a) != binary.LittleEndian.Uint64(b) {
+			return false
+		}
+		a, b = a[8:], b[8:]
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Differences are reported diffChunk bytes at a time (an XMM register, or
+// half a YMM one), at most diffShown chunks.
+const (
+	diffChunk = 16
+	diffShown = 8
+)
+
+// chunkDiff describes where got differs from want (of the same length):
+// "" if nowhere, else how many of the 16-byte chunks from their start
+// differ and the first of them, each with its offset and the bytes wanted
+// and got. It compares 8 bytes at a time in general registers: bytes.Equal
+// is vector code too.
+func chunkDiff(got, want []byte) string {
+	var shown []string
+	differ := 0
+	for lo := 0; lo < len(want); lo += diffChunk {
+		hi := min(lo+diffChunk, len(want))
+		if sameBytes(got[lo:hi], want[lo:hi]) {
+			continue
+		}
+		differ++
+		if len(shown) < diffShown {
+			shown = append(shown, fmt.Sprintf("+%#x want %x got %x", lo, want[lo:hi], got[lo:hi]))
+		}
+	}
+	if differ == 0 {
+		return ""
+	}
+	more := ""
+	if differ > len(shown) {
+		more = fmt.Sprintf(", and %d more", differ-len(shown))
+	}
+	return fmt.Sprintf("%d of %d %d-byte chunks differ: %s%s", differ, (len(want)+diffChunk-1)/diffChunk, diffChunk, strings.Join(shown, ", "), more)
 }
 
 // zapCheck fills fresh pages, discards them with MADV_DONTNEED (what Go's

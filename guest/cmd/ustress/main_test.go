@@ -23,7 +23,7 @@ func TestRunFindsNothingOnASaneMachine(t *testing.T) {
 	if s.err != nil {
 		t.Fatal(s.err)
 	}
-	counts := map[string]int64{"recursions": s.recursions.Load(), "buffers": s.buffers.Load(), "copies": s.copies.Load(),
+	counts := map[string]int64{"recursions": s.recursions.Load(), "buffers": s.buffers.Load(), "copies": s.copies.Load(), "memmoves": s.moves.Load(),
 		"XMM holds": s.xmm.Load(), "register holds": s.gpr.Load(), "discards": s.zaps.Load(), "GCs": s.gcs.Load()}
 	line := s.summary(300*time.Millisecond, 4)
 	for _, v := range []struct {
@@ -168,6 +168,99 @@ func TestZMMHoldFindsAChangedRegister(t *testing.T) {
 					t.Errorf("wide K %v: bit %d of K%d changed after round %d: the hold found %s in round %d", wide, bit, k+1, pokeAt, zmmName(bad), round)
 				}
 			}
+		}
+	}
+}
+
+func TestChunkDiff(t *testing.T) {
+	want := make([]byte, 40)
+	for i := range want {
+		want[i] = byte(i)
+	}
+	got := slices.Clone(want)
+	if d := chunkDiff(got, want); d != "" {
+		t.Errorf("equal: %q", d)
+	}
+	got[17] = 0xff
+	got[39] = 0
+	if d, w := chunkDiff(got, want), "2 of 3 16-byte chunks differ: "+
+		"+0x10 want 101112131415161718191a1b1c1d1e1f got 10ff12131415161718191a1b1c1d1e1f, "+
+		"+0x20 want 2021222324252627 got 2021222324252600"; d != w {
+		t.Errorf("got\n%s\nwant\n%s", d, w)
+	}
+
+	// A lost upper half in every 32-byte store of a 320-byte copy: every
+	// other chunk differs, the first 8 are shown.
+	want = make([]byte, 320)
+	for i := range want {
+		want[i] = byte(i*7 + 1)
+	}
+	got = slices.Clone(want)
+	for lo := 16; lo < len(got); lo += 32 {
+		clear(got[lo : lo+16])
+	}
+	d := chunkDiff(got, want)
+	if !strings.HasPrefix(d, "10 of 20 16-byte chunks differ: +0x10 want ") || !strings.HasSuffix(d, ", and 2 more") ||
+		strings.Count(d, " want ") != 8 || strings.Count(d, " got "+strings.Repeat("00", 16)) != 8 || strings.Contains(d, "+0x20 ") {
+		t.Errorf("chunkDiff = %q", d)
+	}
+}
+
+// TestMoveCheckFindsNothing runs moveCheck with Go's copy over many sizes
+// and places.
+func TestMoveCheckFindsNothing(t *testing.T) {
+	s := &stats{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const moves = 120
+	for range moves {
+		moveCheck(s, rng, goCopy)
+	}
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	if s.moves.Load() != moves {
+		t.Errorf("%d memmoves counted, want %d", s.moves.Load(), moves)
+	}
+}
+
+// TestMoveCheckReportsLostChunks gives moveCheck copies that go wrong as
+// a lost upper register half would (16 bytes of zeros in the destination)
+// and that write past the end: the report must show those chunks.
+func TestMoveCheckReportsLostChunks(t *testing.T) {
+	zeros := strings.Repeat("00", 16)
+	for _, c := range []struct {
+		name string
+		move func(dst, src []byte)
+		want []string
+	}{
+		{"lost upper half", func(dst, src []byte) {
+			copy(dst, src)
+			if len(dst) >= 48 {
+				clear(dst[32:48])
+			}
+		}, []string{"in the destination: 1 of ", " 16-byte chunks differ: +0x20 want ", " got " + zeros}},
+		{"one byte too many", func(dst, src []byte) {
+			copy(dst, src)
+			dst[:len(dst)+1][len(dst)] ^= 1 // the buffer goes on past dst
+		}, []string{"after it: 1 of ", " 16-byte chunks differ: +0x0 want "}},
+	} {
+		rng := rand.New(rand.NewPCG(7, 8))
+		s := &stats{}
+		for i := 0; i < 1000 && s.err == nil; i++ {
+			moveCheck(s, rng, c.move)
+		}
+		if s.err == nil {
+			t.Errorf("%s: moveCheck found nothing", c.name)
+			continue
+		}
+		t.Logf("%s: %v", c.name, s.err)
+		for _, w := range c.want {
+			if !strings.Contains(s.err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", c.name, s.err, w)
+			}
+		}
+		if strings.Count(s.err.Error(), " want ") != 1 {
+			t.Errorf("%s: %q: not one chunk", c.name, s.err)
 		}
 	}
 }
