@@ -39,7 +39,7 @@ import (
 
 func main() {
 	d := flag.Duration("t", 30*time.Second, "how long to run")
-	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
+	g := flag.Int("g", max(8, 3*runtime.NumCPU()), "goroutines doing the work (and at least as many threads running Go code)")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
 	flag.IntVar(&maxDepth, "depth", maxDepth, "deepest recursion of the recurse work, in frames (136 bytes each)")
@@ -67,6 +67,11 @@ func main() {
 	if *child {
 		*d, *children = 200*time.Millisecond, 0
 	}
+	// Goroutines are not threads: with GOMAXPROCS at the CPU count, Go
+	// switches them at its own safe points (never inside a hold) and the
+	// kernel rarely switches between two threads that hold registers.
+	// More running threads than CPUs make it time-slice them.
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), *g))
 	s := run(*d, *g, *children)
 	if s.err != nil {
 		fmt.Println("ustress: CORRUPT", s.err)
