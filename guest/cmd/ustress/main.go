@@ -4,20 +4,39 @@
 // host of HOST.md) is reproduced and bisected. It is in govmm's u-root
 // initramfs.
 //
-//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy,xmm,gpr,zap] [-copy memmove]
+//	ustress [-t 30s] [-g 3×CPUs] [-children 2] [-work recurse,buffer,copy,memmove,xmm,ymm,zmm,gpr,zap] [-copy memmove]
 //
-// For -t it runs -g goroutines that recurse to random depths (so their
-// stacks grow and are copied, and shrink again at GC), each frame holding a
-// value derived from its depth that is checked on the way back; they fill
-// heap buffers with a pattern and check them after the next GC. Beside
-// them, -children loops each start ustress itself as a short-lived child
-// process and check its exit status (fork, exec, page faults, copy on
-// write and TLB shootdowns across the CPUs). The Go runtime preempts the
-// goroutines with signals all the while.
+// For -t it runs -g goroutines (by default 3 per CPU and at least 8), with
+// as many threads running Go code so that the kernel switches between
+// threads that hold registers, each doing the -work items in turn:
+//
+//   - recurse: recursion to random depths (so stacks grow and are copied,
+//     and shrink again at GC), each frame holding a value derived from its
+//     depth that is checked on the way back;
+//   - buffer: a heap buffer of a pattern, checked after the next GC;
+//   - copy: a copy into freshly mapped pages (a page fault in the copy);
+//   - memmove: Go's copy() at sizes and places that take each path of the
+//     runtime's memmove (which uses AVX where the CPU has it) within one
+//     buffer, checked byte by byte;
+//   - xmm, ymm, zmm, gpr: random values held in XMM0-14, YMM0-15 (all 256
+//     bits), ZMM0-31 and the opmasks K1-K7, and the general registers, for
+//     millions of rounds of checks, across timer interrupts, signals and
+//     context switches. ymm needs AVX and zmm AVX-512F, enabled in XCR0
+//     (as Go's runtime checks before it uses them); without, they do not
+//     run and the summary says "n/a". FXSAVE, all a noxsave kernel saves,
+//     covers only the XMM part;
+//   - zap: pages discarded with MADV_DONTNEED, which must read as zero.
+//
+// Beside them, -children loops each start ustress itself as a short-lived
+// child process and check its exit status (fork, exec, page faults, copy
+// on write and TLB shootdowns across the CPUs). The Go runtime preempts
+// the goroutines with signals all the while.
 //
 // It prints one line: "ustress: ok ..." with what it did, or the first
-// mismatch ("ustress: CORRUPT ...") and exits 1. Memory corruption that hits
-// the runtime first shows as a Go fatal error instead.
+// mismatch ("ustress: CORRUPT ...") and exits 1; a copy that differs is
+// shown 16 bytes at a time (a lost upper half of a vector register is such
+// a chunk). Memory corruption that hits the runtime first shows as a Go
+// fatal error instead.
 package main
 
 import (
