@@ -4,23 +4,43 @@
 // host of HOST.md) is reproduced and bisected. It is in govmm's u-root
 // initramfs.
 //
-//	ustress [-t 30s] [-g 8] [-children 2] [-work recurse,buffer,copy,xmm,gpr,zap] [-copy memmove]
+//	ustress [-t 30s] [-g 3×CPUs] [-children 2] [-work recurse,buffer,copy,memmove,xmm,ymm,zmm,gpr,zap] [-copy memmove]
 //
-// For -t it runs -g goroutines that recurse to random depths (so their
-// stacks grow and are copied, and shrink again at GC), each frame holding a
-// value derived from its depth that is checked on the way back; they fill
-// heap buffers with a pattern and check them after the next GC. Beside
-// them, -children loops each start ustress itself as a short-lived child
-// process and check its exit status (fork, exec, page faults, copy on
-// write and TLB shootdowns across the CPUs). The Go runtime preempts the
-// goroutines with signals all the while.
+// For -t it runs -g goroutines (by default 3 per CPU and at least 8), with
+// as many threads running Go code so that the kernel switches between
+// threads that hold registers, each doing the -work items in turn:
+//
+//   - recurse: recursion to random depths (so stacks grow and are copied,
+//     and shrink again at GC), each frame holding a value derived from its
+//     depth that is checked on the way back;
+//   - buffer: a heap buffer of a pattern, checked after the next GC;
+//   - copy: a copy into freshly mapped pages (a page fault in the copy);
+//   - memmove: Go's copy() at sizes and places that take each path of the
+//     runtime's memmove (which uses AVX where the CPU has it) within one
+//     buffer, checked byte by byte;
+//   - xmm, ymm, zmm, gpr: random values held in XMM0-14, YMM0-15 (all 256
+//     bits), ZMM0-31 and the opmasks K1-K7, and the general registers, for
+//     millions of rounds of checks, across timer interrupts, signals and
+//     context switches. ymm needs AVX and zmm AVX-512F, enabled in XCR0
+//     (as Go's runtime checks before it uses them); without, they do not
+//     run and the summary says "n/a". FXSAVE, all a noxsave kernel saves,
+//     covers only the XMM part;
+//   - zap: pages discarded with MADV_DONTNEED, which must read as zero.
+//
+// Beside them, -children loops each start ustress itself as a short-lived
+// child process and check its exit status (fork, exec, page faults, copy
+// on write and TLB shootdowns across the CPUs). The Go runtime preempts
+// the goroutines with signals all the while.
 //
 // It prints one line: "ustress: ok ..." with what it did, or the first
-// mismatch ("ustress: CORRUPT ...") and exits 1. Memory corruption that hits
-// the runtime first shows as a Go fatal error instead.
+// mismatch ("ustress: CORRUPT ...") and exits 1; a copy that differs is
+// shown 16 bytes at a time (a lost upper half of a vector register is such
+// a chunk). Memory corruption that hits the runtime first shows as a Go
+// fatal error instead.
 package main
 
 import (
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -38,7 +58,7 @@ import (
 
 func main() {
 	d := flag.Duration("t", 30*time.Second, "how long to run")
-	g := flag.Int("g", 8, "goroutines that recurse and fill buffers")
+	g := flag.Int("g", max(8, 3*runtime.NumCPU()), "goroutines doing the work (and at least as many threads running Go code)")
 	children := flag.Int("children", 2, "loops that start a child ustress and wait for it")
 	child := flag.Bool("child", false, "run as a child: a short run, no children")
 	flag.IntVar(&maxDepth, "depth", maxDepth, "deepest recursion of the recurse work, in frames (136 bytes each)")
@@ -66,15 +86,34 @@ func main() {
 	if *child {
 		*d, *children = 200*time.Millisecond, 0
 	}
+	// Goroutines are not threads: with GOMAXPROCS at the CPU count, Go
+	// switches them at its own safe points (never inside a hold) and the
+	// kernel rarely switches between two threads that hold registers.
+	// More running threads than CPUs make it time-slice them.
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), *g))
 	s := run(*d, *g, *children)
 	if s.err != nil {
 		fmt.Println("ustress: CORRUPT", s.err)
 		os.Exit(1)
 	}
 	if !*child {
-		fmt.Printf("ustress: ok %v on %d CPUs: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d XMM holds, %d register holds, %d discards, %d GCs, %d children\n",
-			*d, runtime.NumCPU(), s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.xmm.Load(), s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
+		fmt.Println(s.summary(*d, *g))
 	}
+}
+
+// summary is the line of a run that found nothing: what it did. A vector
+// hold the CPU (or the kernel) does not allow says so instead of a count.
+func (s *stats) summary(d time.Duration, g int) string {
+	ymm := fmt.Sprintf("%d YMM holds", s.ymm.Load())
+	if doing["ymm"] && !haveYMM {
+		ymm = "ymm n/a (no AVX)"
+	}
+	zmm := fmt.Sprintf("%d ZMM holds", s.zmm.Load())
+	if doing["zmm"] && !haveZMM {
+		zmm = "zmm n/a (no AVX-512F)"
+	}
+	return fmt.Sprintf("ustress: ok %v on %d CPUs, %d goroutines: %d recursions (deepest %d frames), %d buffers, %d copies to fresh pages, %d memmoves, %d XMM holds, %s, %s, %d register holds, %d discards, %d GCs, %d children",
+		d, runtime.NumCPU(), g, s.recursions.Load(), s.deepest.Load(), s.buffers.Load(), s.copies.Load(), s.moves.Load(), s.xmm.Load(), ymm, zmm, s.gpr.Load(), s.zaps.Load(), s.gcs.Load(), s.children.Load())
 }
 
 // copyHow, copyPages and maxDepth are -copy, -copy-pages and -depth, with
@@ -90,7 +129,7 @@ var (
 // workItems are what -work can name; doing holds the ones it names (all of
 // them for run called without flags).
 var (
-	workItems = []string{"recurse", "buffer", "copy", "xmm", "gpr", "zap"}
+	workItems = []string{"recurse", "buffer", "copy", "memmove", "xmm", "ymm", "zmm", "gpr", "zap"}
 	doing     = func() map[string]bool {
 		m := map[string]bool{}
 		for _, w := range workItems {
@@ -101,7 +140,7 @@ var (
 )
 
 type stats struct {
-	recursions, deepest, buffers, gcs, children, copies, xmm, gpr, zaps atomic.Int64
+	recursions, deepest, buffers, gcs, children, copies, moves, xmm, ymm, zmm, gpr, zaps atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -148,8 +187,17 @@ func run(d time.Duration, g, children int) *stats {
 				if doing["copy"] {
 					freshCopy(s, rng)
 				}
+				if doing["memmove"] {
+					moveCheck(s, rng, goCopy)
+				}
 				if doing["xmm"] {
 					xmmCheck(s, rng)
+				}
+				if doing["ymm"] && haveYMM {
+					ymmCheck(s, rng)
+				}
+				if doing["zmm"] && haveZMM {
+					zmmCheck(s, rng)
 				}
 				if doing["gpr"] {
 					gprCheck(s, rng)
@@ -250,11 +298,13 @@ func buffer(s *stats, rng *rand.Rand) {
 }
 
 // freshCopy copies a pattern into newly mapped memory, whose pages are not
-// present yet: the copy (Go's memmove: REP MOVSQ above 2 KiB) takes a page
-// fault at every page, in the middle of the instruction, and must resume
-// where it stopped. -copy picks how: memmove (as said), prefault (every
-// page touched first: no fault in the copy) or loop (8 bytes at a time in
-// a Go loop: a fault between instructions, not inside one).
+// present yet: the copy (Go's memmove: REP MOVSQ above 2 KiB, or AVX
+// loads and stores where the CPU has AVX) takes a page fault at every
+// page, inside REP MOVSQ (which must resume where it stopped) or at a
+// store. -copy picks how: memmove (as said), prefault (every page touched
+// first: no fault in the copy) or loop (8 bytes at a time in a Go loop: a
+// fault between instructions, not inside one). Differences are reported
+// in 16-byte chunks (chunkDiff).
 func freshCopy(s *stats, rng *rand.Rand) {
 	const page = 4096
 	n := page * (1 + rng.IntN(copyPages))
@@ -285,24 +335,148 @@ func freshCopy(s *stats, rng *rand.Rand) {
 	default:
 		copy(dst[off:], src[:n-off])
 	}
-	var bad []string
-	for i := off; i < n && len(bad) < 6; i++ {
-		if dst[i] == src[i-off] {
-			continue
-		}
-		j, zero := i, true
-		for j < n && dst[j] != src[j-off] {
-			zero = zero && dst[j] == 0
-			j++
-		}
-		bad = append(bad, fmt.Sprintf("%d..%d (page %d +%#x, %d bytes, zero %v)", i, j-1, i/page, i%page, j-i, zero))
-		i = j
-	}
-	if bad != nil {
-		s.fail("%s copy of %d bytes to %d fresh pages at offset %d: differ at %s", copyHow, n-off, n/page, off, strings.Join(bad, ", "))
+	if diff := chunkDiff(dst[off:], src[:n-off]); diff != "" {
+		s.fail("%s copy of %d bytes to %d fresh pages at offset %d (%#x): %s", copyHow, n-off, n/page, off, off, diff)
 		return
 	}
 	s.copies.Add(1)
+}
+
+// moveCheck copies with Go's copy() (the runtime's memmove) within a heap
+// buffer of a pattern, at sizes that take each of memmove's paths (SSE
+// code up to 256 bytes; above, AVX loops where the CPU has AVX, else SSE
+// and REP MOVS; non-temporal stores from 1 MiB; backward when the ends
+// overlap that way) and at unaligned places, and checks the whole buffer against
+// the pattern moved by a byte loop. memmove holds what it copies in
+// vector registers between loads and stores: the upper half of a YMM or
+// ZMM register that the kernel did not restore is a 16-byte chunk of
+// wrong data, so the differences are reported 16 bytes at a time. move
+// is goCopy but in the tests.
+func moveCheck(s *stats, rng *rand.Rand, move func(dst, src []byte)) {
+	n := moveSize(rng)
+	lead := rng.IntN(64) // where the first of the two ends starts
+	var from, to int
+	var how string
+	switch gap := rng.IntN(64); {
+	case n > 1 && rng.IntN(4) == 0: // overlapping, by 1 to n-1 bytes
+		shift := 1 + rng.IntN(min(n-1, 4096))
+		from, to, how = lead, lead+shift, "overlapping, backward"
+		if rng.IntN(2) == 0 {
+			from, to, how = to, from, "overlapping, forward"
+		}
+	case rng.IntN(2) == 0:
+		from, to, how = lead, lead+n+gap, "apart, to a higher address"
+	default:
+		from, to, how = lead+n+gap, lead, "apart, to a lower address"
+	}
+	b := make([]byte, max(from, to)+n+64)
+	seed := rng.Uint64()
+	fillPattern(b, seed, 0)
+	move(b[to:to+n], b[from:from+n])
+	want := make([]byte, len(b))
+	fillPattern(want, seed, 0)
+	fillPattern(want[to:to+n], seed, from)
+	var bad []string
+	for _, part := range []struct {
+		name   string
+		lo, hi int
+	}{{"in the destination", to, to + n}, {"before it", 0, to}, {"after it", to + n, len(b)}} {
+		if diff := chunkDiff(b[part.lo:part.hi], want[part.lo:part.hi]); diff != "" {
+			bad = append(bad, part.name+": "+diff)
+		}
+	}
+	if bad != nil {
+		s.fail("copy() of %d bytes from +%d to +%d (%s) in a %d-byte buffer at %p: %s", n, from, to, how, len(b), &b[0], strings.Join(bad, "; "))
+		return
+	}
+	s.moves.Add(1)
+}
+
+// fillPattern fills b with bytes start on of a pattern of seed, in a byte
+// loop (not copy(), which is under test).
+func fillPattern(b []byte, seed uint64, start int) {
+	var word uint64
+	for i := range b {
+		at := start + i
+		if i == 0 || at%8 == 0 {
+			word = mix(seed, uint64(at/8), 17)
+		}
+		b[i] = byte(word >> (8 * (at % 8)))
+	}
+}
+
+// goCopy is Go's built-in copy, the runtime's memmove.
+func goCopy(dst, src []byte) { copy(dst, src) }
+
+// moveSize picks a copy size for moveCheck: each of memmove's size classes
+// as often as the others, the big non-temporal one seldom (it is slow to
+// check).
+func moveSize(rng *rand.Rand) int {
+	switch rng.IntN(16) {
+	case 0, 1, 2:
+		return 1 + rng.IntN(32)
+	case 3, 4, 5:
+		return 33 + rng.IntN(256-32)
+	case 6, 7, 8:
+		return 257 + rng.IntN(1024-256)
+	case 9, 10, 11:
+		return 1025 + rng.IntN(16<<10-1024)
+	case 12, 13, 14:
+		return 16<<10 + 1 + rng.IntN(128<<10)
+	default:
+		return 1<<20 + rng.IntN(64<<10)
+	}
+}
+
+// sameBytes is bytes.Equal without vector registers.
+func sameBytes(a, b []byte) bool {
+	for len(a) >= 8 {
+		if binary.LittleEndian.Uint64(a) != binary.LittleEndian.Uint64(b) {
+			return false
+		}
+		a, b = a[8:], b[8:]
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Differences are reported diffChunk bytes at a time (an XMM register, or
+// half a YMM one), at most diffShown chunks.
+const (
+	diffChunk = 16
+	diffShown = 8
+)
+
+// chunkDiff describes where got differs from want (of the same length):
+// "" if nowhere, else how many of the 16-byte chunks from their start
+// differ and the first of them, each with its offset and the bytes wanted
+// and got. It compares 8 bytes at a time in general registers: bytes.Equal
+// is vector code too.
+func chunkDiff(got, want []byte) string {
+	var shown []string
+	differ := 0
+	for lo := 0; lo < len(want); lo += diffChunk {
+		hi := min(lo+diffChunk, len(want))
+		if sameBytes(got[lo:hi], want[lo:hi]) {
+			continue
+		}
+		differ++
+		if len(shown) < diffShown {
+			shown = append(shown, fmt.Sprintf("+%#x want %x got %x", lo, want[lo:hi], got[lo:hi]))
+		}
+	}
+	if differ == 0 {
+		return ""
+	}
+	more := ""
+	if differ > len(shown) {
+		more = fmt.Sprintf(", and %d more", differ-len(shown))
+	}
+	return fmt.Sprintf("%d of %d %d-byte chunks differ: %s%s", differ, (len(want)+diffChunk-1)/diffChunk, diffChunk, strings.Join(shown, ", "), more)
 }
 
 // zapCheck fills fresh pages, discards them with MADV_DONTNEED (what Go's
