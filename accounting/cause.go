@@ -52,7 +52,8 @@ const (
 	CauseMMIOIOMMURead
 	CauseMMIOIOMMUWrite
 	CauseMMIOOther
-	CauseSyscallDoorbell // a guest SYSCALL completed by govmm (package pvsyscall)
+	CauseSyscallDoorbell       // a guest SYSCALL completed by govmm (package pvsyscall)
+	CauseSyscallDoorbellForged // any other access to the doorbell page: #GP(0) from CPL3, else ignored
 	CauseHLT
 	CauseIRQWindow
 	CauseKick         // KVM_RUN interrupted by a kick that brought work (EINTR / immediate_exit)
@@ -79,7 +80,7 @@ var fixedNames = [...]string{
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
-	"mmio_other", "syscall_doorbell", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
+	"mmio_other", "syscall_doorbell", "syscall_doorbell_forged", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
 	"recover_xsave", "recover_xrstor", "recover_xgetbv", "recover_xsetbv", "recover_xstate_fault",
 	"shutdown", "other",
 }
