@@ -6,7 +6,8 @@
  * On hosts whose KVM interprets kernel code, SYSCALL reaches LSTAR still at
  * CPL3 (HOST.md); when govmm's CPUID offers the SYSCALL doorbell (package
  * pvsyscall) the guest does what govmm's Linux patch does: LSTAR points at a
- * user-executable trampoline that writes to the doorbell page, and the real
+ * user-executable trampoline whose first instruction is the ABI's store,
+ * mov %al, disp32(%rip), to an alias of the doorbell page, and the real
  * entry goes to MSR 0x4D564F51; govmm completes the transition. Elsewhere
  * LSTAR is the entry itself. Either way the entry must see the same state.
  * Before user mode the guest also writes the doorbell from CPL0, which govmm
@@ -24,6 +25,7 @@ const char guest_name[] = "syscall";
 #define MSR_SYSCALL_ENTRY 0x4D564F51u
 #define USER_PAGE   0x400000u   /* the one user-accessible 2 MiB page */
 #define DOORBELL    0xFEB00000u /* pvsyscall.DoorbellGPA */
+#define DOORBELL_VA 0x700000u   /* an alias of it within 2 GiB of the trampoline */
 #define USER(sym)   ((u32)(sym) - (u32)sc_user_start + USER_PAGE)
 
 u64 idt64[256 * 2] __attribute__((aligned(16)));
@@ -63,6 +65,9 @@ void test_main(void)
 		int user = i == USER_PAGE >> 21 || i == DOORBELL >> 21;
 		pd[i >> 9][i & 511] = (u64)i << 21 | 0x83 | (user ? 4 : 0) | (i >= 1536 ? 0x18 : 0);
 	}
+	/* The doorbell's 2 MiB page again at DOORBELL_VA, near the trampoline
+	 * (Linux's fixmap has both within 2 GiB too). */
+	pd[0][DOORBELL_VA >> 21] = (DOORBELL & ~0x1FFFFFu) | 0x83 | 4 | 0x18;
 	memcpy((void *)USER_PAGE, sc_user_start, sc_user_end - sc_user_start);
 	sc_user_entry = USER_PAGE;
 	sc_user_stack = USER_PAGE + 0x10000;

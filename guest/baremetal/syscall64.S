@@ -5,6 +5,8 @@
  * to 32-bit code (compatibility mode) after the second. */
 #define USER_RFLAGS 0x40AD7     /* AC OF IF SF ZF AF PF CF + bit 1 */
 #define DOORBELL    0xFEB00000  /* pvsyscall.DoorbellGPA */
+#define USER_PAGE   0x400000    /* where the C side copies the user code */
+#define DOORBELL_VA 0x700000    /* the C side's alias of DOORBELL, near it */
 
 	.text
 	.code32
@@ -70,10 +72,13 @@ sc_user_bp:
 sc_user_ret2:
 	ud2
 	/* The trampoline: its first instruction rings the doorbell, which
-	 * govmm answers by completing the SYSCALL. */
+	 * govmm answers by completing the SYSCALL. pvsyscall's ABI fixes its
+	 * encoding, mov %al, disp32(%rip) (88 05 disp32): RIP-relative, so
+	 * the doorbell is reached through an alias within 2 GiB. The
+	 * displacement is computed here, before the copy, which keeps it. */
 	.globl sc_tramp
 sc_tramp:
-	movabs %al, DOORBELL
+	movb %al, sc_user_start + (DOORBELL_VA - USER_PAGE)(%rip)
 	ud2
 sc_user_end:
 
