@@ -25,23 +25,44 @@ func (v *VCPU) handleSyscallEntryMSR(write bool, value uint64) (uint64, error) {
 	return 0, nil
 }
 
-// doorbell serves a write to the doorbell page: the SYSCALL that reached the
-// trampoline at CPL3 is completed to the kernel's entry at CPL0. Anything
-// else that touches the page (a read, a write from CPL0, the doorbell not
-// armed) is an access to nothing.
+// doorbell serves an access to the doorbell page. A write that is the
+// trampoline's store right after a SYSCALL (pvsyscall.Check) is completed to
+// the kernel's entry at CPL0. Anything else completes no transition and is
+// counted as forged: a write from CPL3 gets #GP(0) (the process is killed
+// with SIGSEGV, or handles it and goes on after the store); a write from
+// CPL0 and any read are accesses to nothing.
 func (v *VCPU) doorbell(write bool, data []byte) error {
-	v.acct.Exit(accounting.CauseSyscallDoorbell)
 	run := v.kvm.RunData()
 	regs, sregs := &run.Sync.Regs, &run.Sync.Sregs
 	if !write {
+		v.acct.Exit(accounting.CauseSyscallDoorbellForged)
 		for i := range data {
 			data[i] = 0xFF
 		}
 		return nil
 	}
-	if v.syscallEntry == 0 || !pvsyscall.FromUser(sregs) {
+	armed := v.syscallEntry != 0
+	var lstar, fmask uint64
+	if armed && pvsyscall.FromUser(sregs) {
+		var err1, err2 error
+		lstar, err1 = v.kvm.GetMSR(pvsyscall.MSRLSTAR)
+		fmask, err2 = v.kvm.GetMSR(pvsyscall.MSRFMASK)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("SYSCALL doorbell: reading LSTAR/FMASK: %w", firstErr(err1, err2))
+		}
+	}
+	verdict := pvsyscall.Check(regs, sregs, armed, lstar, fmask)
+	if verdict != pvsyscall.Genuine {
+		v.acct.Exit(accounting.CauseSyscallDoorbellForged)
+		if !verdict.Fault() {
+			return nil
+		}
+		if err := v.forgedDoorbell(run); err != nil {
+			return fmt.Errorf("SYSCALL doorbell: forged (%v) at RIP %#x: %w", verdict, regs.RIP, err)
+		}
 		return nil
 	}
+	v.acct.Exit(accounting.CauseSyscallDoorbell)
 	if pendingInterrupt(sregs) {
 		// KVM holds an interrupt govmm injected while user mode had IF=1
 		// and that the host did not deliver before SYSCALL trapped. KVM
@@ -55,15 +76,43 @@ func (v *VCPU) doorbell(write bool, data []byte) error {
 		}
 		sregs.InterruptBitmap = [4]uint64{}
 	}
-	star, err1 := v.kvm.GetMSR(pvsyscall.MSRSTAR)
-	fmask, err2 := v.kvm.GetMSR(pvsyscall.MSRFMASK)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("SYSCALL doorbell: reading STAR/FMASK: %w", firstErr(err1, err2))
+	star, err := v.kvm.GetMSR(pvsyscall.MSRSTAR)
+	if err != nil {
+		return fmt.Errorf("SYSCALL doorbell: reading STAR: %w", err)
 	}
 
 	pvsyscall.Complete(regs, sregs, star, fmask, v.syscallEntry)
 
 	run.DirtyRegs |= kvm.SyncRegsGPR | kvm.SyncRegsSregs
+	return nil
+}
+
+// forgedDoorbell answers a doorbell write from CPL3 that is not a SYSCALL
+// with #GP(0). The store is done (KVM has moved RIP past it), so the fault
+// reports the next instruction. An interrupt KVM still holds for injection
+// goes back to IRR first, so that KVM has exactly one event to deliver;
+// govmm injects it again when the guest can take it.
+func (v *VCPU) forgedDoorbell(run *kvm.Run) error {
+	if pendingInterrupt(&run.Sync.Sregs) {
+		if err := v.withdrawInjection(); err != nil {
+			return err
+		}
+		run.Sync.Sregs.InterruptBitmap = [4]uint64{}
+	}
+	ev, err := v.kvm.Events()
+	if err != nil {
+		return err
+	}
+	ev.Exception.Injected, ev.Exception.Pending = 1, 0
+	ev.Exception.Nr, ev.Exception.HasErrorCode, ev.Exception.ErrorCode = pvsyscall.VectorGP, 1, 0
+	ev.Flags = 0
+	if err := v.kvm.SetEvents(ev); err != nil {
+		return err
+	}
+	// What KVM reported at the exit no longer holds: with an exception to
+	// deliver it cannot take an interrupt on this entry. Say so, so that
+	// prepareEntry asks for an interrupt window instead of injecting.
+	run.ReadyForInterruptInjection = 0
 	return nil
 }
 
