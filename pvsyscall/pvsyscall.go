@@ -85,7 +85,11 @@
 //	    reported after it: the frame's RIP is the next instruction (govmm
 //	    cannot know where an arbitrary store began, and restarting it would
 //	    only repeat it). A process that handles SIGSEGV and returns goes on
-//	    from there; nothing loops and nothing hangs.
+//	    from there; nothing loops and nothing hangs. If RFLAGS.IF is 0,
+//	    which only the host's half-done SYSCALL leaves at CPL3 (a real
+//	    SYSCALL refused, e.g. with the doorbell not armed), govmm sets it
+//	    first (Refuse): a CPL3 context always runs with IF=1, and the
+//	    process must not go on with interrupts off.
 //	  - from CPL0: an ordinary write to nothing, ignored (the kernel's own
 //	    business; a fault there would only crash it).
 //	A read of the page returns all ones, from any CPL.
@@ -237,6 +241,18 @@ func Check(regs *kvm.Regs, sregs *kvm.Sregs, armed bool, lstar, fmask uint64) Ve
 		return NotCanonical
 	}
 	return Genuine
+}
+
+// Refuse prepares the registers of a doorbell write from CPL3 that is not
+// a SYSCALL for its #GP(0): IF set, as in any CPL3 context (only a real
+// SYSCALL, half done by the host, arrives with it clear). It reports
+// whether it changed anything.
+func Refuse(regs *kvm.Regs) bool {
+	if regs.RFLAGS&flagIF != 0 {
+		return false
+	}
+	regs.RFLAGS |= flagIF
+	return true
 }
 
 // UserRFLAGS reports whether r is an RFLAGS value a CPL3 program can run

@@ -233,3 +233,23 @@ func TestUserRFLAGS(t *testing.T) {
 		t.Error("bit 1 clear or IF clear accepted")
 	}
 }
+
+// TestRefuse: a refused real SYSCALL (RFLAGS masked, IF 0) gets IF back;
+// a forgery's state (IF already 1) is left alone.
+func TestRefuse(t *testing.T) {
+	regs, sregs := userState(0x401000, 0x246)
+	brokenSyscall(&regs, linuxSTAR, tramp, linuxFMASK)
+	if v := Check(&regs, &sregs, false, tramp, linuxFMASK); v != Disarmed {
+		t.Fatalf("Check = %v", v)
+	}
+	want := regs
+	want.RFLAGS |= flagIF
+	if !Refuse(&regs) || regs != want {
+		t.Errorf("Refuse: rflags %#x, want %#x", regs.RFLAGS, want.RFLAGS)
+	}
+	regs, _ = userState(tramp+TrampolineStoreLen, 0x246)
+	before := regs
+	if Refuse(&regs) || regs != before {
+		t.Error("Refuse changed a state with IF set")
+	}
+}

@@ -93,6 +93,14 @@ func (v *VCPU) doorbell(write bool, data []byte) error {
 // goes back to IRR first, so that KVM has exactly one event to deliver;
 // govmm injects it again when the guest can take it.
 func (v *VCPU) forgedDoorbell(run *kvm.Run) error {
+	if pvsyscall.Refuse(&run.Sync.Regs) {
+		// KVM_SET_VCPU_EVENTS needs the registers in KVM first (as for
+		// #BP in recover.go), and they must not be written again at entry.
+		if err := v.kvm.SetRegs(run.Sync.Regs); err != nil {
+			return err
+		}
+		run.DirtyRegs &^= kvm.SyncRegsGPR
+	}
 	if pendingInterrupt(&run.Sync.Sregs) {
 		if err := v.withdrawInjection(); err != nil {
 			return err
