@@ -177,7 +177,11 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	if !vm.SyscallDoorbell() {
 		return
 	}
-	n := vm.Accounting().Report().Total.ByCause[accounting.CauseSyscallDoorbell.String()]
+	byCause := vm.Accounting().Report().Total.ByCause
+	n := byCause[accounting.CauseSyscallDoorbell.String()]
+	if f := byCause[accounting.CauseSyscallDoorbellForged.String()]; f > 0 {
+		fmt.Fprintf(w, "SYSCALL doorbell: %d accesses that were not a SYSCALL refused (syscall_doorbell_forged: #GP(0) from user mode)\n", f)
+	}
 	d, k, ok := vmm.UserStartup(ph)
 	if !ok {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm\n", n)
