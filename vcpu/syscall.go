@@ -91,6 +91,7 @@ func (v *VCPU) doorbell(write bool, data []byte) error {
 // with #GP(0). The store is done (KVM has moved RIP past it), so the fault
 // reports the next instruction. An interrupt KVM still holds for injection
 // goes back to IRR first, so that KVM has exactly one event to deliver;
+// with the exception queued, prepareEntry asks for an interrupt window and
 // govmm injects it again when the guest can take it.
 func (v *VCPU) forgedDoorbell(run *kvm.Run) error {
 	if pvsyscall.Refuse(&run.Sync.Regs) {
@@ -107,21 +108,8 @@ func (v *VCPU) forgedDoorbell(run *kvm.Run) error {
 		}
 		run.Sync.Sregs.InterruptBitmap = [4]uint64{}
 	}
-	ev, err := v.kvm.Events()
-	if err != nil {
-		return err
-	}
-	ev.Exception.Injected, ev.Exception.Pending = 1, 0
-	ev.Exception.Nr, ev.Exception.HasErrorCode, ev.Exception.ErrorCode = pvsyscall.VectorGP, 1, 0
-	ev.Flags = 0
-	if err := v.kvm.SetEvents(ev); err != nil {
-		return err
-	}
-	// What KVM reported at the exit no longer holds: with an exception to
-	// deliver it cannot take an interrupt on this entry. Say so, so that
-	// prepareEntry asks for an interrupt window instead of injecting.
-	run.ReadyForInterruptInjection = 0
-	return nil
+	zero := uint32(0)
+	return v.injectException(pvsyscall.VectorGP, &zero, nil)
 }
 
 // withdrawInjection cancels the interrupt KVM has queued for injection and
