@@ -131,6 +131,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
 	writePhases(stdout, con.Reached())
 	writeSyscalls(stdout, vm, con.Reached())
+	writeXState(stdout, vm)
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
@@ -190,6 +191,26 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm; /init to shell prompt: %d in %v (%.0f/s)\n",
 		n, k, d.Round(time.Millisecond), float64(k)/d.Seconds())
 }
+
+// writeXState reports the XSAVE-family instructions govmm completed for
+// the guest kernel (vcpu/xsave.go), when there were any: each is one exit.
+func writeXState(w io.Writer, vm *vmm.VM) {
+	t := vm.Accounting().Report().Total
+	var n uint64
+	counts := make([]uint64, len(xstateCauses))
+	for i, c := range xstateCauses {
+		counts[i] = t.ByCause[c.String()]
+		n += counts[i]
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "XSAVE family completed by govmm: %d saves, %d restores, %d XGETBV, %d XSETBV, %d raised an exception: %d exits, %.1f%% of %d\n",
+		counts[0], counts[1], counts[2], counts[3], counts[4], n, 100*float64(n)/float64(max(t.Exits, 1)), t.Exits)
+}
+
+var xstateCauses = []accounting.Cause{accounting.CauseRecoverXSAVE, accounting.CauseRecoverXRSTOR,
+	accounting.CauseRecoverXGETBV, accounting.CauseRecoverXSETBV, accounting.CauseRecoverXStateFault}
 
 func orNone(s string) string {
 	if s == "" {
