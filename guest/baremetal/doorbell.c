@@ -23,8 +23,6 @@ const char guest_name[] = "doorbell";
 #define STAR_USER   0x20u       /* SYSRET: SS = 0x28|3, CS = 0x30|3 */
 #define FMASK_LINUX 0x257FD5u   /* arch/x86/kernel/cpu/common.c */
 #define FMASK2      0xFFFFFDFDu /* as in doorbell64.S */
-#define GOVMM_FEATURES  0x40000101u
-#define GOVMM_DOORBELL  (1u << 1)
 #define MSR_SYSCALL_ENTRY 0x4D564F51u
 #define USER_PAGE   0x400000u   /* the user-accessible 2 MiB page */
 #define DOORBELL    0xFEB00000u /* pvsyscall.DoorbellGPA */
@@ -46,17 +44,6 @@ extern volatile u32 db_hits, db_faults, db_kwrites, db_nforge, db_tss[26];
 extern volatile u64 db_gdt[9], db_user_entry, db_user_stack;
 extern char db_user_start[], db_user_end[], db_tramp[], db_entry[], db_kcall[], db_stubs[];
 void run_doorbell64(u64 *pml4);
-
-static int govmm_doorbell(void)
-{
-	u32 r[4];
-
-	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[0] < GOVMM_FEATURES)   /* "Govm" */
-		return 0;
-	cpuid(GOVMM_FEATURES, r);
-	return (r[0] & GOVMM_DOORBELL) != 0;
-}
 
 static void gate(int v, void *handler, int dpl)
 {

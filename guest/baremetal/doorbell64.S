@@ -22,6 +22,8 @@
 #define MSR_ENTRY   0x4D564F51  /* pvsyscall.MSRSyscallEntry */
 #define FMASK2      0xFFFFFDFD  /* everything but IF (and bit 1) */
 
+#include "user64.inc"
+
 	.text
 	.code32
 	.globl run_doorbell64
@@ -30,29 +32,7 @@ run_doorbell64:                         /* void run_doorbell64(u64 *pml4) */
 	push %esi
 	push %edi
 	push %ebp
-	sgdt gdt_ptr32
-	mov 20(%esp), %eax
-	mov %eax, %cr3
-	mov %cr4, %eax
-	or $0x20, %eax                  /* PAE */
-	mov %eax, %cr4
-	mov $0xC0000080, %ecx           /* EFER.LME | EFER.SCE */
-	rdmsr
-	or $0x101, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000000, %eax            /* PG: long mode active */
-	mov %eax, %cr0
-	lgdt db_gdt_ptr
-	ljmp $0x18, $1f
-
-	.code64
-1:	lidt db_idt_ptr(%rip)
-	mov $0x20, %eax
-	mov %eax, %ss
-	mov $0x38, %eax
-	ltr %ax
-	mov %esp, %esp                  /* clear RSP[63:32] */
+	ENTER_LONG64 db_gdt_ptr, db_idt_ptr
 	mov %rsp, db_krsp(%rip)
 	pushq $0x2b                     /* SS: user data */
 	pushq db_user_stack(%rip)

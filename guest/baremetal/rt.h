@@ -85,6 +85,9 @@ __attribute__((noreturn)) void vm_exit(u32 code); /* isa-debug-exit */
 /* govmm accounting window: N=1..255 opens section N, 0 closes it. */
 static inline void section(u32 n) { outl(0x660, n); }
 
+/* ---- govmm's paravirtual leaves (package pvipi, pvsyscall) ---- */
+int govmm_doorbell(void);                /* CPUID offers the SYSCALL doorbell */
+
 /* ---- boot information ---- */
 extern const char guest_name[];          /* defined by each guest */
 void test_main(void);                    /* defined by each guest */

@@ -20,8 +20,6 @@ const char guest_name[] = "syscall";
 #define STAR_USER   0x20u       /* SYSRET: SS = 0x28|3, CS = 0x30|3 */
 #define FMASK       0x40700u    /* AC DF IF TF */
 #define USER_RFLAGS 0x40AD7u    /* as in syscall64.S */
-#define GOVMM_FEATURES  0x40000101u
-#define GOVMM_DOORBELL  (1u << 1)
 #define MSR_SYSCALL_ENTRY 0x4D564F51u
 #define USER_PAGE   0x400000u   /* the one user-accessible 2 MiB page */
 #define DOORBELL    0xFEB00000u /* pvsyscall.DoorbellGPA */
@@ -44,17 +42,6 @@ extern volatile u64 sc_user_entry, sc_user_stack;
 extern char sc_user_start[], sc_user_end[];
 extern char sc_entry[], sc_tramp[], sc_user_ret1[], sc_user_ret2[], sc_stubs[];
 void run_syscall64(u64 *pml4);
-
-static int govmm_doorbell(void)
-{
-	u32 r[4];
-
-	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[0] < GOVMM_FEATURES)   /* "Govm" */
-		return 0;
-	cpuid(GOVMM_FEATURES, r);
-	return (r[0] & GOVMM_DOORBELL) != 0;
-}
 
 void test_main(void)
 {

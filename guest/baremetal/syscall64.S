@@ -8,6 +8,8 @@
 #define USER_PAGE   0x400000    /* where the C side copies the user code */
 #define DOORBELL_VA 0x700000    /* the C side's alias of DOORBELL, near it */
 
+#include "user64.inc"
+
 	.text
 	.code32
 	.globl run_syscall64
@@ -16,29 +18,7 @@ run_syscall64:                          /* void run_syscall64(u64 *pml4) */
 	push %esi
 	push %edi
 	push %ebp
-	sgdt gdt_ptr32
-	mov 20(%esp), %eax
-	mov %eax, %cr3
-	mov %cr4, %eax
-	or $0x20, %eax                  /* PAE */
-	mov %eax, %cr4
-	mov $0xC0000080, %ecx           /* EFER.LME | EFER.SCE */
-	rdmsr
-	or $0x101, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000000, %eax            /* PG: long mode active */
-	mov %eax, %cr0
-	lgdt gdt64_ptr
-	ljmp $0x18, $1f
-
-	.code64
-1:	lidt sc_idt_ptr(%rip)
-	mov $0x20, %eax
-	mov %eax, %ss
-	mov $0x38, %eax
-	ltr %ax
-	mov %esp, %esp                  /* clear RSP[63:32] */
+	ENTER_LONG64 gdt64_ptr, sc_idt_ptr
 	/* A doorbell write from CPL0 is an access to nothing: ignored. */
 	movabs %al, DOORBELL
 	mov %rsp, sc_krsp(%rip)
