@@ -318,24 +318,6 @@ db_idt_ptr:
 	.word 256 * 16 - 1
 	.long idt64, 0
 	.word 0
-db_gdt_ptr:
-	.word 9 * 8 - 1
-	.long db_gdt
-	.word 0
-gdt_ptr32:                              /* the runtime's, saved with sgdt */
-	.word 0
-	.long 0
-	.balign 8
-/* As syscall64.S: accessed bits set. */
-db_gdt:	.quad 0
-	.quad 0x00CF9B000000FFFF        /* 0x08: 32-bit code */
-	.quad 0x00CF93000000FFFF        /* 0x10: data */
-	.quad 0x00AF9B000000FFFF        /* 0x18: 64-bit kernel code = STAR[47:32] */
-	.quad 0x00CF93000000FFFF        /* 0x20: kernel data = STAR[47:32] + 8 */
-	.quad 0x00CFF3000000FFFF        /* 0x28: user data = STAR[63:48] + 8 */
-	.quad 0x00AFFB000000FFFF        /* 0x30: user code = STAR[63:48] + 16 */
-	.quad 0, 0                      /* 0x38: TSS, filled by the C side */
-	.balign 16
-db_tss:	.fill 26, 4, 0                  /* RSP0 at offset 4, filled by the C side */
+	USER64_TABLES db_gdt_ptr, db_gdt, db_tss
 
 	.section .note.GNU-stack, "", @progbits
