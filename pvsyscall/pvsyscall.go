@@ -2,7 +2,7 @@
 // enters the guest kernel on hosts whose KVM interprets kernel code and gets
 // SYSCALL wrong.
 //
-// On such hosts (HOST.md) SYSCALL from CPL3 loads RIP from LSTAR but leaves
+// On such hosts (docs/hosts.md) SYSCALL from CPL3 loads RIP from LSTAR but leaves
 // CS and SS at their user values: the kernel's entry point then runs at CPL3
 // and its first privileged instruction faults, so no Linux user space can
 // run. What does work from CPL3 is an access to an unbacked guest-physical
@@ -50,7 +50,7 @@
 //	it at CPL0 on the user stack): as SYSCALL masks IF, it waits in IRR
 //	until the kernel enables interrupts.
 //
-// What the emulating host of HOST.md leaves on the doorbell exit (measured
+// What the emulating host of docs/hosts.md leaves on the doorbell exit (measured
 // with guest/baremetal/syscall.c): RCX and R11 as the architecture says,
 // RFLAGS already masked, RIP past the trampoline's write, CS 0x33 / SS 0x2b
 // with DPL 3. So govmm derives RFLAGS from R11 (right whatever the host
