@@ -17,7 +17,7 @@ import (
 // bzImagePayload returns the uncompressed kernel (an ELF vmlinux) inside a
 // bzImage, so that govmm can enter startup_64 directly instead of running
 // the decompressor: on an emulating host that saves minutes per boot
-// (HOST.md). The payload's format is told by its magic, as the kernel's
+// (docs/hosts.md). The payload's format is told by its magic, as the kernel's
 // own scripts/extract-vmlinux does.
 func bzImagePayload(img []byte) ([]byte, error) {
 	le := binary.LittleEndian

@@ -3,7 +3,7 @@
 //
 // KVM's own PV IPI (KVM_HC_SEND_IPI) is a vmcall answered inside KVM, which
 // a VMM with a user-space APIC cannot use, and vmcall hangs on emulating
-// hosts (HOST.md). govmm's trap is a WRMSR to an MSR KVM does not know, so
+// hosts (docs/hosts.md). govmm's trap is a WRMSR to an MSR KVM does not know, so
 // it always reaches user space; the arguments travel in registers KVM hands
 // over on every exit (KVM_CAP_SYNC_REGS), the destination set in guest
 // memory, so the width is not limited by registers.

@@ -2,7 +2,7 @@
 // enters the guest kernel on hosts whose KVM interprets kernel code and gets
 // SYSCALL wrong.
 //
-// On such hosts (HOST.md) SYSCALL from CPL3 loads RIP from LSTAR but leaves
+// On such hosts (docs/hosts.md) SYSCALL from CPL3 loads RIP from LSTAR but leaves
 // CS and SS at their user values: the kernel's entry point then runs at CPL3
 // and its first privileged instruction faults, so no Linux user space can
 // run. What does work from CPL3 is an access to an unbacked guest-physical
@@ -101,7 +101,7 @@
 //	a real SYSCALL would not give: the same RFLAGS, and a return to an
 //	address the process could have jumped to.
 //
-// What the emulating host of HOST.md leaves on the doorbell exit (measured
+// What the emulating host of docs/hosts.md leaves on the doorbell exit (measured
 // with guest/baremetal/syscall.c): RCX and R11 as the architecture says,
 // RFLAGS already masked (R11 AND NOT FMASK, e.g. R11 0x40ad7 with FMASK
 // 0x40700 gives 0x8d7), RIP past the trampoline's store, CS 0x33 / SS 0x2b

@@ -12,7 +12,7 @@ import (
 
 // recover completes an instruction that the host's instruction emulator
 // gave up on (KVM_EXIT_INTERNAL_ERROR, emulation sub-error), as measured in
-// HOST.md. What it can finish it finishes and counts; anything else stops
+// docs/hosts.md. What it can finish it finishes and counts; anything else stops
 // the VM with the instruction's bytes, its decoding and the guest RIP.
 //
 // Completed here: int3 (inject #BP, RIP past it), fwait (no x87 exception

@@ -7,7 +7,7 @@ import (
 )
 
 // LinuxMode is one of govmm boot's APIC modes: what the VM presents so that
-// Linux picks that mode (REFERENCE.md), and the mode its log must then show.
+// Linux picks that mode (docs/apic-reference.md), and the mode its log must then show.
 type LinuxMode struct {
 	Name    string
 	X2APIC  bool     // CPUID advertises x2APIC
@@ -33,7 +33,7 @@ var LinuxModes = map[string]LinuxMode{
 const LinuxBase = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 nowatchdog reboot=acpi"
 
 // EmulatingHostCmdline keeps a kernel away from what an emulating host's
-// instruction emulator cannot run in kernel mode (HOST.md; rdtscp, invpcid
+// instruction emulator cannot run in kernel mode (docs/hosts.md; rdtscp, invpcid
 // and fsgsbase found by disassembling govmm's kernel, guest/linux/README.md).
 const EmulatingHostCmdline = "nofsgsbase tsc=reliable clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx,rdtscp,invpcid cryptomgr.notests init_on_alloc=0"
 

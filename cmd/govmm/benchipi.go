@@ -45,7 +45,7 @@ the BSP; an IPI is one unicast send or one multicast to all its destinations
 figure is its exits in the section divided by the IPIs it received; the
 receivers halt between IPIs, so each delivery wakes a halted CPU (one HLT
 exit, no kick). A receiver's HLT exit is counted at the wake-up that ends
-it (its last halt in a section may otherwise fall after the section). Minimum (REFERENCE.md, from the guest code): sender, per ICR
+it (its last halt in a section may otherwise fall after the section). Minimum (docs/apic-reference.md, from the guest code): sender, per ICR
 write, 3 exits in xAPIC (ICR idle read, ICR2, ICR) and 1 WRMSR in x2APIC;
 ICR writes per IPI: physical N, xAPIC flat 1, xAPIC cluster ceil(N/4),
 x2APIC cluster ceil(N/16), PV 1 (govmm's send-IPI MSR covers 4096 APIC IDs).
@@ -362,7 +362,7 @@ func ipiICRs(guest string, dests int) int {
 }
 
 // minICRs is the fewest ICR writes any destination set of that size
-// needs (REFERENCE.md): a cluster-aligned set in cluster modes.
+// needs (docs/apic-reference.md): a cluster-aligned set in cluster modes.
 func minICRs(guest string, dests int) int {
 	switch {
 	case dests == 0:

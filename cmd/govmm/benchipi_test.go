@@ -107,7 +107,7 @@ func TestBenchIPI(t *testing.T) {
 }
 
 // TestIPIMinimum checks the minimum and the ICR writes ipi.elf makes for a
-// multicast to APIC IDs 1..N against REFERENCE.md's rules.
+// multicast to APIC IDs 1..N against docs/apic-reference.md's rules.
 func TestIPIMinimum(t *testing.T) {
 	for _, c := range []struct {
 		guest       string

@@ -162,7 +162,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if vmm.HostEmulates() && !vm.SyscallDoorbell() && res.How != "poweroff" {
 		// What follows /init is user space, which cannot run here.
-		fmt.Fprintln(os.Stderr, "govmm: the guest reached /init; on this host KVM interprets guest kernel code and SYSCALL from guest user space is broken, so user space cannot run without --syscall-doorbell (HOST.md): boot verified up to /init")
+		fmt.Fprintln(os.Stderr, "govmm: the guest reached /init; on this host KVM interprets guest kernel code and SYSCALL from guest user space is broken, so user space cannot run without --syscall-doorbell (docs/hosts.md): boot verified up to /init")
 		return 0, nil
 	}
 	if res.Err != nil {

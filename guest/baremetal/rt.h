@@ -1,7 +1,7 @@
 /* Shared runtime of the govmm bare-metal test guests.
  *
  * Every guest is a Multiboot v1 ELF32 entered in 32-bit protected mode
- * (QEMU's -kernel conventions, see /work/shared/REFERENCE.md). The runtime
+ * (QEMU's -kernel conventions, see docs/apic-reference.md). The runtime
  * gives it: GDT/IDT with one stub per vector, a polled 16550 console, the
  * isa-debug-exit port, fw_cfg, the multiboot command line, xAPIC (MMIO) and
  * x2APIC (MSR) register access, and AP start-up through INIT + SIPI.

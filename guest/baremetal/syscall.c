@@ -4,7 +4,7 @@
  * the user RFLAGS, RFLAGS = R11 & ~FMASK. No parameters.
  *
  * On hosts whose KVM interprets kernel code, SYSCALL reaches LSTAR still at
- * CPL3 (HOST.md); when govmm's CPUID offers the SYSCALL doorbell (package
+ * CPL3 (docs/hosts.md); when govmm's CPUID offers the SYSCALL doorbell (package
  * pvsyscall) the guest does what govmm's Linux patch does: LSTAR points at a
  * user-executable trampoline whose first instruction is the ABI's store,
  * mov %al, disp32(%rip), to an alias of the doorbell page, and the real

@@ -1,8 +1,8 @@
 // Command ustress checks that guest user space keeps its memory and
-// registers intact while the kernel under it is busy: it is how a rare
-// corruption (a Go runtime crash in u-root's init, seen on the emulating
-// host of HOST.md) is reproduced and bisected. It is in govmm's u-root
-// initramfs.
+// registers intact while the kernel under it is busy: it is how the rare Go
+// runtime crashes in u-root's init on the emulating host (docs/hosts.md)
+// were reproduced and traced to govmm's own noxsave boots, not the host.
+// It is in govmm's u-root initramfs.
 //
 //	ustress [-t 30s] [-g 3×CPUs] [-children 2] [-work recurse,buffer,copy,memmove,xmm,ymm,zmm,gpr,zap] [-copy memmove]
 //
