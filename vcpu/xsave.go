@@ -12,9 +12,10 @@ import (
 )
 
 // Completing the XSAVE family for hosts whose instruction emulator gives up
-// on it in guest kernel mode (the emulating host of guest/linux/README.md:
-// XSAVE, XRSTOR, XGETBV and XSETBV all end KVM_RUN with an emulation
-// failure). The architecture is package xstate's; this file moves state
+// on it in guest kernel mode (the emulating host of docs/hosts.md: XSAVE,
+// XSAVEC, XRSTOR and XGETBV end KVM_RUN with an emulation failure; its
+// emulator completes XSETBV itself, em_xsetbv, so govmm's XSETBV path
+// serves hosts where it does not). The architecture is package xstate's; this file moves state
 // between it, KVM (KVM_GET/SET_XSAVE, KVM_GET/SET_XCRS) and guest memory
 // (linearRange: the guest's page tables, with #PF where they refuse).
 //
@@ -22,7 +23,9 @@ import (
 // tasks with FXSAVE, which keeps only x87, MXCSR and XMM0-15, while its user
 // programs run natively with AVX and AVX-512 enabled (on that host, guest
 // user code runs with the host's XCR0): every context switch lost their
-// upper vector state.
+// upper vector state. Measured there too: user code keeps AVX-512 usable
+// even under a guest XCR0 of 0x7, so a guest kernel must enable every
+// component user space can use (docs/hosts.md).
 
 // xstateOp classifies the instructions this file completes.
 func xstateOp(op x86asm.Op) (save xstate.SaveOp, restore, ok bool) {
