@@ -59,6 +59,7 @@ const (
 	CapGetTSCKHz         = 61
 	CapVCPUEvents        = 41
 	CapXSAVE             = 55
+	CapIOEventFD         = 36
 	CapXCRs              = 56
 	CapXSAVE2            = 208
 	CapInternalErrorData = 197

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
 )
@@ -242,4 +244,28 @@ func TestPVEOI(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestTimerWithoutTSCDeadline: with TSC-deadline mode not advertised (what
+// govmm does where the host probe finds KVM drops the MSR write, e.g. VMX
+// with the preemption timer; forced here with hostprobe.Off) the one-shot
+// and periodic LAPIC timer still work, and a guest that wants TSC-deadline
+// mode finds CPUID.1:ECX[24] clear.
+func TestTimerWithoutTSCDeadline(t *testing.T) {
+	off := func(c *vmm.Config) { c.TSCDeadline = hostprobe.Off }
+	for _, mode := range []string{"oneshot", "periodic"} {
+		t.Run(mode, func(t *testing.T) {
+			g := runGuestWith(t, "timer.elf", 1, true, "mode="+mode+" x2apic=1", off)
+			if g.Report.Total.Injected == 0 {
+				t.Errorf("no timer interrupt injected")
+			}
+		})
+	}
+	t.Run("tscdeadline", func(t *testing.T) {
+		cfg := vmm.Config{CPUs: 1, Cmdline: "mode=tscdeadline x2apic=1", TSCDeadline: hostprobe.Off}
+		_, res, console := runGuestRaw(t, "timer.elf", cfg, time.Minute)
+		if res.Status == 1 || !strings.Contains(console, "CPUID.1:ECX bit 24 (TSC-deadline timer) is clear") {
+			t.Errorf("with TSC deadline off the guest must find the CPUID bit clear (status %d):\n%s", res.Status, console)
+		}
+	})
 }

@@ -6,9 +6,10 @@ package vmm
 
 import (
 	"fmt"
-	"github.com/govmm/govmm/ksyms"
 	"io"
 
+	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/loader"
 )
 
@@ -83,6 +84,9 @@ type Config struct {
 	// own (its bytes are dropped).
 	ConsoleInput io.Reader
 	KVMPath      string // default /dev/kvm
+	// TSCDeadline advertises TSC-deadline mode: auto where the host probe
+	// finds its writes reach govmm (vmm.Host), or forced on or off.
+	TSCDeadline hostprobe.Setting
 	// Symbols names guest kernel addresses in dumps (Dump, SIGUSR2, the
 	// stall dump); nil reads them from Kernel when it is an ELF image with
 	// a symbol table (a vmlinux, the bare-metal guests).

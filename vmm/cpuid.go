@@ -41,7 +41,12 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 		switch e.Function {
 		case 1:
 			e.EBX = e.EBX&0x0000FFFF | uint32(min(cpus, 255))<<16 | uint32(id&0xFF)<<24
-			e.ECX |= cpuid1ECXTSCDeadline | cpuid1ECXHypervisor
+			e.ECX |= cpuid1ECXHypervisor
+			if o.tscDeadline {
+				e.ECX |= cpuid1ECXTSCDeadline
+			} else {
+				e.ECX &^= cpuid1ECXTSCDeadline
+			}
 			if x2apic {
 				e.ECX |= cpuid1ECXX2APIC
 			} else {
@@ -93,6 +98,11 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 // cpuidOptions are the VM-wide choices CPUID shows.
 type cpuidOptions struct {
 	x2apic, pvIPI, pvEOI, doorbell bool
+	// tscDeadline advertises TSC-deadline mode: only where the host probe
+	// found that a guest's WRMSR to IA32_TSC_DEADLINE reaches govmm (on
+	// VMX with the preemption timer KVM drops it: docs/hosts.md). Without
+	// it Linux runs its LAPIC timer one-shot, with TMICT writes.
+	tscDeadline bool
 }
 
 // bitsFor is the number of APIC-ID bits that cover n CPUs.

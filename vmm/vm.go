@@ -14,8 +14,6 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/memory"
-	"github.com/govmm/govmm/pvipi"
-	"github.com/govmm/govmm/pvsyscall"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/xstate"
@@ -53,6 +51,9 @@ type VM struct {
 	// doorbell: the SYSCALL doorbell is offered (Config.SyscallDoorbell
 	// resolved against this host).
 	doorbell bool
+	// tscDeadline: CPUID advertises TSC-deadline mode (Config.TSCDeadline
+	// resolved against the host probe). Set by New.
+	tscDeadline bool
 
 	done     chan struct{}
 	stopOnce sync.Once
@@ -111,7 +112,9 @@ func New(cfg Config) (vm *VM, err error) {
 			return nil, fmt.Errorf("%w: this host's KVM lacks %s", kvm.ErrNoKVM, c.name)
 		}
 	}
-	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell}
+	host, _ := Host() // no answers (no probe): TSC deadline only if forced on
+	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell,
+		tscDeadline: cfg.TSCDeadline.Resolve(host.TSCDeadlineReaches)}
 	v.acct.Delivery = cfg.Delivery()
 	defer func() {
 		if err != nil {
@@ -162,8 +165,11 @@ func (vm *VM) setupKVM() error {
 	deny := func(msr uint32) kvm.MSRRange {
 		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
-	if err := vm.kvm.SetMSRFilter([]kvm.MSRRange{deny(vlapic.MSRTSCDeadline), deny(vlapic.MSRAPICBase),
-		deny(pvipi.MSRSendIPI), deny(vcpu.MSRPVEOI), deny(pvsyscall.MSRSyscallEntry)}); err != nil {
+	ranges := []kvm.MSRRange{deny(vlapic.MSRTSCDeadline)}
+	for _, c := range claimedMSRs {
+		ranges = append(ranges, deny(c.Index))
+	}
+	if err := vm.kvm.SetMSRFilter(ranges); err != nil {
 		return err
 	}
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
@@ -214,7 +220,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 		vm.kvcpu[i] = c
-		table := cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI, doorbell: vm.doorbell})
+		table := cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI,
+			doorbell: vm.doorbell, tscDeadline: vm.tscDeadline})
 		if err := c.SetCPUID(table); err != nil {
 			return err
 		}
@@ -391,3 +398,6 @@ func (vm *VM) Close() {
 
 // SyscallDoorbell reports whether the VM offers the SYSCALL doorbell.
 func (vm *VM) SyscallDoorbell() bool { return vm.doorbell }
+
+// TSCDeadline reports whether the VM's CPUID advertises TSC-deadline mode.
+func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }

@@ -44,7 +44,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
 	avic := fs.Bool("avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
 	dash := addDashFlags(fs)
-	doorbell := addDoorbellFlag(fs)
+	hostFlags := addHostFlags(fs)
 	conIn := addConsoleFlag(fs)
 	execCmds := fs.String("exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
@@ -99,7 +99,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	con := vmm.NewConsole(out, vmm.LinuxMilestones)
 	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI, cfg.AVIC = size, img, rd, con, *decomp, *pveoi, *avic
-	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
+	if err = hostFlags(&cfg); err != nil {
 		return 0, err
 	}
 	if cfg.Symbols, err = dash.symbols(); err != nil {
@@ -132,6 +132,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	writePhases(stdout, con.Reached())
 	writeSyscalls(stdout, vm, con.Reached())
 	writeXState(stdout, vm)
+	writeHostUsed(stdout, vm)
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
@@ -207,6 +208,26 @@ func writeXState(w io.Writer, vm *vmm.VM) {
 	}
 	fmt.Fprintf(w, "XSAVE family completed by govmm: %d saves, %d restores, %d XGETBV, %d XSETBV, %d raised an exception: %d exits, %.1f%% of %d\n",
 		counts[0], counts[1], counts[2], counts[3], counts[4], n, 100*float64(n)/float64(max(t.Exits, 1)), t.Exits)
+}
+
+// writeHostUsed says which of the host probe's answers (govmm host) this
+// boot was configured with.
+func writeHostUsed(w io.Writer, vm *vmm.VM) {
+	a, err := vmm.Host()
+	if err != nil {
+		fmt.Fprintf(w, "host: not probed (%v)\n", err)
+		return
+	}
+	fmt.Fprintf(w, "host (measured): guest kernel code %s, TSC_DEADLINE writes %s: TSC-deadline mode %s, SYSCALL doorbell %s\n",
+		pick(a.Emulates, "interpreted", "run by VT-x/AMD-V"), pick(a.TSCDeadlineReaches, "reach govmm", "dropped by KVM"),
+		pick(vm.TSCDeadline(), "advertised", "not advertised"), pick(vm.SyscallDoorbell(), "on", "off"))
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
 }
 
 var xstateCauses = []accounting.Cause{accounting.CauseRecoverXSAVE, accounting.CauseRecoverXRSTOR,

@@ -40,6 +40,8 @@ commands:
           destination count; write the exits-per-IPI table (sender and receivers, against the
           minimum the guest code allows) as Markdown and CSV
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
+  host    run probe VMs on this host's KVM and print what it really does (what run and boot
+          configure from)
 
 Run 'govmm <command> -h' for its flags.
 `)
@@ -63,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdBench(args[1:], stdout, stderr)
 	case "bench-ipi":
 		status, err = cmdBenchIPI(args[1:], stdout, stderr)
+	case "host":
+		status, err = cmdHost(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

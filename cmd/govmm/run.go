@@ -33,7 +33,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	quiet := fs.Bool("quiet", false, "do not print the accounting table")
 	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
 	dash := addDashFlags(fs)
-	doorbell := addDoorbellFlag(fs)
+	hostFlags := addHostFlags(fs)
 	conIn := addConsoleFlag(fs)
 	var mods moduleFlag
 	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
@@ -68,7 +68,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}
-	if cfg.SyscallDoorbell, err = doorbell(); err != nil {
+	if err = hostFlags(&cfg); err != nil {
 		return 0, err
 	}
 	if cfg.Symbols, err = dash.symbols(); err != nil {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/vmm"
+)
+
+// cmdHost is 'govmm host': the host probe's answers, one line each, and
+// what run and boot configure from them with their flags at auto.
+func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("host", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the answers as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() > 0 {
+		return 0, fmt.Errorf("host takes no arguments, got %q", fs.Args())
+	}
+	a, err := vmm.Host()
+	if err != nil {
+		return 0, fmt.Errorf("cannot probe /dev/kvm: %w", err)
+	}
+	d := hostprobe.Decide(a, hostprobe.Auto, hostprobe.Auto)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return 0, enc.Encode(struct {
+			hostprobe.Answers
+			Decision hostprobe.Decision `json:"govmm_uses"`
+		}{a, d})
+	}
+	writeHost(stdout, a, d)
+	return 0, nil
+}
+
+func writeHost(w io.Writer, a hostprobe.Answers, d hostprobe.Decision) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	yes := func(b bool, y, n string) string {
+		if b {
+			return y
+		}
+		return n
+	}
+	fmt.Fprintf(tw, "guest kernel code\t%s\n", yes(a.Emulates, "interpreted by KVM (no VT-x/AMD-V: pxor in kernel mode failed emulation)", "run by hardware virtualization"))
+	fmt.Fprintf(tw, "TSC_DEADLINE writes\t%s\n", yes(a.TSCDeadlineReaches, "reach govmm", "dropped by KVM ("+a.Notes["tsc_deadline"]+")"))
+	fmt.Fprintf(tw, "x2APIC MSRs 0x800-0x8FF\t%s\n", yes(a.X2APICMSRsReach, "reach govmm", "do not reach govmm"))
+	names := make([]string, 0, len(a.ClaimedMSRs))
+	for n := range a.ClaimedMSRs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(tw, "claimed MSR %s\t%s\n", n, yes(a.ClaimedMSRs[n], "reaches govmm", "does not reach govmm"))
+	}
+	fmt.Fprintf(tw, "KVM_IOEVENTFD\t%s\n", yes(a.IOEventFD, "offered", "absent"))
+	fmt.Fprintf(tw, "user-space exit round trip\t%.1f us (OUT, %s)\n", a.ExitRoundTripNs/1000, "this run only; compare only side by side")
+	var missing []string
+	for n, ok := range a.Caps {
+		if !ok {
+			missing = append(missing, n)
+		}
+	}
+	slices.Sort(missing)
+	fmt.Fprintf(tw, "capabilities\t%d of %d present%s\n", len(a.Caps)-len(missing), len(a.Caps), yes(len(missing) > 0, "; missing "+strings.Join(missing, ", "), ""))
+	fmt.Fprintf(tw, "govmm uses (flags at auto)\tTSC-deadline mode %s, SYSCALL doorbell %s\n",
+		yes(d.TSCDeadline, "advertised", "not advertised (one-shot LAPIC timer)"), yes(d.Doorbell, "on", "off"))
+	tw.Flush()
+}
