@@ -64,6 +64,7 @@ var capabilities = []struct {
 	{"KVM_CAP_VCPU_EVENTS", kvm.CapVCPUEvents}, {"KVM_CAP_GET_TSC_KHZ", kvm.CapGetTSCKHz},
 	{"KVM_CAP_BINARY_STATS_FD", kvm.CapBinaryStatsFD}, {"KVM_CAP_XSAVE", kvm.CapXSAVE},
 	{"KVM_CAP_XCRS", kvm.CapXCRs}, {"KVM_CAP_XSAVE2", kvm.CapXSAVE2}, {"KVM_CAP_IOEVENTFD", kvm.CapIOEventFD},
+	{"KVM_CAP_PMU_CAPABILITY", kvm.CapPMUCapability},
 }
 
 // Probe code, 32-bit protected mode, at codeGPA.

@@ -60,6 +60,7 @@ const (
 	CapVCPUEvents        = 41
 	CapXSAVE             = 55
 	CapIOEventFD         = 36
+	CapPMUCapability     = 212
 	CapXCRs              = 56
 	CapXSAVE2            = 208
 	CapInternalErrorData = 197
@@ -67,6 +68,8 @@ const (
 
 // KVM_CAP_X86_USER_SPACE_MSR reasons and KVM_X86_SET_MSR_FILTER flags.
 const (
+	PMUCapDisable = 1 << 0 // KVM_CAP_PMU_CAPABILITY argument: no vPMU
+
 	MSRExitReasonInval   = 1 << 0
 	MSRExitReasonUnknown = 1 << 1
 	MSRExitReasonFilter  = 1 << 2

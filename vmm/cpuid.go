@@ -14,6 +14,9 @@ const (
 	cpuid1ECXTSCDeadline = 1 << 24
 	cpuid1ECXHypervisor  = 1 << 31
 	cpuid1ECXXSAVE       = 1 << 26
+	amdPerfCtrCore       = 1 << 23 // CPUID 0x80000001 ECX: core performance counters
+	amdPerfCtrNB         = 1 << 24
+	amdPerfCtrLLC        = 1 << 28
 	cpuid1EDXAPIC        = 1 << 9
 	kvmCPUIDSignature    = 0x40000000
 	kvmCPUIDFeatures     = 0x40000001
@@ -68,6 +71,15 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 				e.EAX, e.EBX, e.ECX = 0, 0, e.Index
 			}
 			e.EDX = uint32(id)
+		case 0xA, 0x80000022:
+			// No PMU: a counter overflow interrupt can only be delivered
+			// through KVM's in-kernel APIC (kvm_pmu_deliver_pmi needs
+			// lapic_in_kernel), which govmm does not have; a guest shown
+			// architectural perfmon (Intel leaf 0xA, AMD PerfMonV2 leaf
+			// 0x80000022) would program counters whose interrupts never come.
+			e.EAX, e.EBX, e.ECX, e.EDX = 0, 0, 0, 0
+		case 0x80000001:
+			e.ECX &^= amdPerfCtrCore | amdPerfCtrNB | amdPerfCtrLLC
 		case kvmCPUIDFeatures:
 			// kvmclock (and PV EOI when asked for): kvmclock's MSRs are handled inside KVM with or without
 			// an in-kernel APIC, and nothing of it is a hypercall.

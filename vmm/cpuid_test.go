@@ -44,3 +44,22 @@ func TestXStateLayoutFromTable(t *testing.T) {
 		t.Errorf("a table without leaf 0xD has a layout")
 	}
 }
+
+// No PMU: Intel's leaf 0xA and AMD's PerfMonV2 leaf are zero and AMD's
+// performance-counter bits are clear.
+func TestCPUIDHidesPMU(t *testing.T) {
+	sup := []kvm.CPUIDEntry{{Function: 0xA, EAX: 0x07300805, EDX: 0x8603}, {Function: 0x80000001, ECX: 1<<23 | 1<<24 | 1<<28 | 1},
+		{Function: 0x80000022, EAX: 1, EBX: 6}}
+	for _, e := range cpuidFor(sup, 0, 1, cpuidOptions{}) {
+		switch e.Function {
+		case 0xA, 0x80000022:
+			if e.EAX|e.EBX|e.ECX|e.EDX != 0 {
+				t.Errorf("leaf %#x = %#x %#x %#x %#x, want all zero", e.Function, e.EAX, e.EBX, e.ECX, e.EDX)
+			}
+		case 0x80000001:
+			if e.ECX != 1 {
+				t.Errorf("leaf 0x80000001 ECX = %#x, want only the unrelated bit 0", e.ECX)
+			}
+		}
+	}
+}

@@ -165,6 +165,13 @@ func (vm *VM) setupKVM() error {
 	deny := func(msr uint32) kvm.MSRRange {
 		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
+	// No PMU for the guest where KVM can switch it off (its overflow
+	// interrupts need KVM's in-kernel APIC); CPUID hides it everywhere.
+	if vm.sys.CheckExtension(kvm.CapPMUCapability) != 0 {
+		if err := vm.kvm.EnableCap(kvm.CapPMUCapability, kvm.PMUCapDisable); err != nil {
+			return err
+		}
+	}
 	ranges := []kvm.MSRRange{deny(vlapic.MSRTSCDeadline)}
 	for _, c := range claimedMSRs {
 		ranges = append(ranges, deny(c.Index))
