@@ -30,6 +30,7 @@ package hostprobe
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/govmm/govmm/kvm"
@@ -98,6 +99,9 @@ func Probe(path string, claimed []Claimed) (Answers, error) {
 		a.Caps[c.name] = sys.CheckExtension(c.cap) != 0
 	}
 	a.IOEventFD = a.Caps["KVM_CAP_IOEVENTFD"]
+	// The vCPU's signal mask (newProbeVM) is set for this thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	p, err := newProbeVM(sys, claimed)
 	if err != nil {
 		return a, err
@@ -225,6 +229,11 @@ func newProbeVM(sys *kvm.System, claimed []Claimed) (*probeVM, error) {
 		}
 	}
 	if p.cpu, err = vm.CreateVCPU(0); err != nil {
+		return fail(err)
+	}
+	// No signal may end a probe's KVM_RUN (Go's preemption SIGURG would,
+	// with EINTR): all are blocked inside it, as on govmm's vCPU threads.
+	if err := p.cpu.SetSignalMask(^uint64(0)); err != nil {
 		return fail(err)
 	}
 	return p, nil
