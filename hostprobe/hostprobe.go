@@ -21,6 +21,8 @@
 //   - x2apic-msrs: RDMSR of 0x802 (x2APIC ID) must reach user space
 //     (reason "invalid": KVM has no APIC to answer it).
 //   - claimed MSRs: RDMSR of every MSR govmm's filter claims.
+//   - ioeventfd: an OUT to a port registered with KVM_IOEVENTFD must cost
+//     no exit and signal the eventfd (virtio queue notifications).
 //   - exit round trip: a loop of OUT instructions, timed.
 //
 // The decisions that follow from the answers are pure functions (Decide)
@@ -32,6 +34,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
@@ -72,6 +76,7 @@ var capabilities = []struct {
 var (
 	codePXOR        = []byte{0x66, 0x0F, 0xEF, 0xC0, 0xF4}                                           // pxor %xmm0,%xmm0; hlt
 	codeTSCDeadline = []byte{0xB9, 0xE0, 0x06, 0, 0, 0xB8, 1, 0, 0, 0, 0x31, 0xD2, 0x0F, 0x30, 0xF4} // wrmsr 0x6E0 <- 1; hlt
+	codeOutNotify   = []byte{0xBA, 0x81, 0, 0, 0, 0xEE, 0xF4}                                        // mov $0x81,%edx; out %al,(%dx); hlt
 	codeOutLoop     = []byte{0xBA, 0x80, 0, 0, 0, 0xEE, 0xEB, 0xFD}                                  // mov $0x80,%edx; 1: out %al,(%dx); jmp 1b
 	codeRDMSR       = func(idx uint32) []byte {
 		return []byte{0xB9, byte(idx), byte(idx >> 8), byte(idx >> 16), byte(idx >> 24), 0x0F, 0x32, 0xF4}
@@ -98,7 +103,6 @@ func Probe(path string, claimed []Claimed) (Answers, error) {
 	for _, c := range capabilities {
 		a.Caps[c.name] = sys.CheckExtension(c.cap) != 0
 	}
-	a.IOEventFD = a.Caps["KVM_CAP_IOEVENTFD"]
 	// The vCPU's signal mask (newProbeVM) is set for this thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -135,6 +139,10 @@ func Probe(path string, claimed []Claimed) (Answers, error) {
 			return a, err
 		}
 		a.ClaimedMSRs[c.Name] = ex.reason == kvm.ExitX86RDMSR && ex.msr == c.Index
+	}
+
+	if a.IOEventFD, err = p.ioeventfd(); err != nil {
+		a.Notes["ioeventfd"] = err.Error()
 	}
 
 	if a.ExitRoundTripNs, err = p.timeExits(); err != nil {
@@ -318,6 +326,35 @@ func (p *probeVM) run(code []byte) (exit, error) {
 		e.detail = fmt.Sprintf(", sub-error %d", p.cpu.Internal().Suberror)
 	}
 	return e, nil
+}
+
+// ioeventfd registers an ioeventfd on port 0x81 and runs an OUT to it: it
+// works when the OUT cost no exit (the vCPU's next exit is its HLT) and
+// the eventfd counted one write.
+func (p *probeVM) ioeventfd() (bool, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return false, fmt.Errorf("eventfd: %w", err)
+	}
+	defer unix.Close(fd)
+	ev := kvm.IOEventFD{Addr: 0x81, Len: 1, FD: int32(fd), Flags: kvm.IOEventFDFlagPIO}
+	if err := p.vm.SetIOEventFD(ev); err != nil {
+		return false, err
+	}
+	defer func() {
+		ev.Flags |= kvm.IOEventFDFlagDeassign
+		p.vm.SetIOEventFD(ev)
+	}()
+	ex, err := p.run(codeOutNotify)
+	if err != nil {
+		return false, err
+	}
+	var b [8]byte
+	n, _ := unix.Read(fd, b[:])
+	if ex.reason != kvm.ExitHLT || n != 8 || b[0] != 1 {
+		return false, fmt.Errorf("the OUT to an ioeventfd port gave %s and %d bytes from the eventfd", ex, n)
+	}
+	return true, nil
 }
 
 // timeExits runs the OUT loop for roundTrip exits and returns the time per

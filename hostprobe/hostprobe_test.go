@@ -62,6 +62,9 @@ func TestProbeThisHost(t *testing.T) {
 	if a.Emulates && !a.TSCDeadlineReaches {
 		t.Errorf("an emulating host has no VMX fast path: the TSC-deadline write must reach govmm (%s)", a.Notes["tsc_deadline"])
 	}
+	if a.Caps["KVM_CAP_IOEVENTFD"] && !a.IOEventFD {
+		t.Errorf("KVM offers KVM_IOEVENTFD but the probe's OUT did not signal it: %s", a.Notes["ioeventfd"])
+	}
 	if a.ExitRoundTripNs <= 0 || !a.Caps["KVM_CAP_SYNC_REGS"] {
 		t.Errorf("round trip %v ns, caps %v", a.ExitRoundTripNs, a.Caps)
 	}

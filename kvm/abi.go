@@ -364,3 +364,21 @@ type XCR struct {
 // XSAVEMinSize is the size of struct kvm_xsave: what KVM_GET_XSAVE fills.
 // With KVM_CAP_XSAVE2 the buffer is as large as that capability says.
 const XSAVEMinSize = 4096
+
+// IOEventFD is struct kvm_ioeventfd: a guest write to Addr (Len bytes)
+// signals the eventfd FD inside KVM, with no exit to user space.
+type IOEventFD struct {
+	DataMatch uint64
+	Addr      uint64
+	Len       uint32
+	FD        int32
+	Flags     uint32
+	_         [36]byte
+}
+
+// IOEventFD flags.
+const (
+	IOEventFDFlagDataMatch = 1 << 0
+	IOEventFDFlagPIO       = 1 << 1
+	IOEventFDFlagDeassign  = 1 << 2
+)

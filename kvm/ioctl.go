@@ -40,6 +40,7 @@ var (
 	kvmSetVCPUEvents       = iow(0xa0, 64)
 	kvmX86SetMSRFilter     = iow(0xc6, 392)
 	kvmGetStatsFD          = io(0xce)
+	kvmIOEventFD           = iow(0x79, 64)
 	kvmGetMSRs             = iowr(0x88, 8)
 	kvmSetMSRs             = iow(0x89, 8)
 	kvmSetSignalMask       = iow(0x8b, 4)

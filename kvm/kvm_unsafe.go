@@ -488,3 +488,9 @@ func (c *VCPU) SetXCR0(v uint64) error {
 	x.XCRs[0] = XCR{XCR: 0, Value: v}
 	return wrap("KVM_SET_XCRS", ioctlPtr(c.fd, kvmSetXCRs, &x))
 }
+
+// SetIOEventFD registers (or, with IOEventFDFlagDeassign, removes) an
+// ioeventfd with KVM_IOEVENTFD.
+func (vm *VM) SetIOEventFD(e IOEventFD) error {
+	return wrap("KVM_IOEVENTFD", ioctlPtr(vm.fd, kvmIOEventFD, &e))
+}
