@@ -5,6 +5,7 @@
 package vmm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -111,6 +112,17 @@ func (c *Config) check(maxCPUs int) error {
 	}
 	if c.CPUs > 1 && c.X2APIC == X2APICOff && c.CPUs > 255 {
 		return fmt.Errorf("%d vCPUs need x2APIC: xAPIC IDs stop at 254", c.CPUs)
+	}
+	return checkDoorbell(c.SyscallDoorbell, HostEmulates())
+}
+
+// checkDoorbell refuses the SYSCALL doorbell forced on where the host runs
+// guest kernel code in hardware: SYSCALL there reaches the kernel at CPL0
+// by itself, and the trampoline (user-executable, pointed at by LSTAR)
+// would then run at CPL0 and fault.
+func checkDoorbell(d Doorbell, emulates bool) error {
+	if d == DoorbellOn && !emulates {
+		return errors.New("--syscall-doorbell=on: this host runs guest kernel code with VT-x/AMD-V (govmm host), where SYSCALL needs no doorbell and the trampoline would fault at CPL0")
 	}
 	return nil
 }

@@ -63,3 +63,17 @@ func TestCPUIDHidesPMU(t *testing.T) {
 		}
 	}
 }
+
+func TestDoorbellForcedOnNeedsAnEmulatingHost(t *testing.T) {
+	if err := checkDoorbell(DoorbellOn, false); err == nil {
+		t.Error("--syscall-doorbell=on accepted on a hardware-virtualization host")
+	}
+	for _, d := range []Doorbell{DoorbellOn, DoorbellAuto, DoorbellOff} {
+		if err := checkDoorbell(d, true); err != nil {
+			t.Errorf("doorbell %d on an emulating host: %v", d, err)
+		}
+	}
+	if err := checkDoorbell(DoorbellAuto, false); err != nil {
+		t.Errorf("auto on a hardware host: %v", err)
+	}
+}
