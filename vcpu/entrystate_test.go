@@ -45,3 +45,12 @@ func TestQueuedBitmap(t *testing.T) {
 		t.Errorf("0xec injected: %x", got)
 	}
 }
+
+func TestShutdownMessage(t *testing.T) {
+	if got := shutdownMessage(false, 0x1234, 0x1000); got != "guest triple fault (shutdown) at RIP 0x1234" {
+		t.Errorf("Intel: %q", got)
+	}
+	if got := shutdownMessage(true, 0xfff0, 0x1000); got != "guest triple fault (shutdown) at an unknown RIP (on AMD KVM resets the VMCB first); the exit before it was at RIP 0x1000" {
+		t.Errorf("AMD: %q", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/internal/hostcpu"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/pvsyscall"
@@ -39,7 +40,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		return v.recover()
 	case kvm.ExitShutdown:
 		v.acct.Exit(accounting.CauseShutdown)
-		return fmt.Errorf("guest triple fault (shutdown) at RIP %#x", run.Sync.Regs.RIP)
+		return errors.New(shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP))
 	case kvm.ExitFailEntry:
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
@@ -51,10 +52,28 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("unhandled KVM exit reason %d at RIP %#x", run.ExitReason, run.Sync.Regs.RIP)
 	}
+	v.prevExitRIP = run.Sync.Regs.RIP
 	if v.stopped() {
 		return errStop
 	}
 	return nil
+}
+
+// hostIsAMD: the host processor is AMD's (CPUID vendor "AuthenticAMD").
+var hostIsAMD = func() bool {
+	_, b, c, d := hostcpu.CPUID(0, 0)
+	return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163
+}()
+
+// shutdownMessage names a triple fault's RIP. On AMD, KVM has reset the
+// VMCB before it reports KVM_EXIT_SHUTDOWN (shutdown_interception in
+// svm.c re-initialises it), so the RIP it shows is the reset vector's, not
+// the guest's: name the previous exit's instead.
+func shutdownMessage(amd bool, rip, prev uint64) string {
+	if amd {
+		return fmt.Sprintf("guest triple fault (shutdown) at an unknown RIP (on AMD KVM resets the VMCB first); the exit before it was at RIP %#x", prev)
+	}
+	return fmt.Sprintf("guest triple fault (shutdown) at RIP %#x", rip)
 }
 
 // handleIO serves port I/O, string forms (rep ins/outs) element by element.

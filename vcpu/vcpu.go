@@ -104,6 +104,8 @@ type VCPU struct {
 	xstate   *xstate.Layout // nil: the XSAVE family is not completed here
 	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
 
+	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
+
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
 	timer      *time.Timer
