@@ -16,6 +16,7 @@ type VCPU struct {
 	InjectedVec  [256]atomic.Uint64         // the same, by vector
 	NMIs         atomic.Uint64              // NMIs injected
 	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU: AVIC's doorbells
+	KicksFailed  atomic.Uint64              // kick signals tgkill could not send (the target may run blind until its next exit)
 	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
 	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
 	// Withdrawn counts injections taken back before the CPU took them
@@ -49,6 +50,7 @@ type Snapshot struct {
 	InjectedVec  [256]uint64
 	NMIs         uint64
 	KicksSent    uint64
+	KicksFailed  uint64
 	Wakeups      uint64
 	PVEOIs       uint64
 	Withdrawn    uint64
@@ -70,6 +72,7 @@ func (v *VCPU) Snapshot() Snapshot {
 	}
 	s.NMIs = v.NMIs.Load()
 	s.KicksSent = v.KicksSent.Load()
+	s.KicksFailed = v.KicksFailed.Load()
 	s.Wakeups = v.Wakeups.Load()
 	s.PVEOIs = v.PVEOIs.Load()
 	s.Withdrawn = v.Withdrawn.Load()
@@ -92,6 +95,7 @@ func (s Snapshot) Sub(o Snapshot) Snapshot {
 	}
 	d.NMIs -= o.NMIs
 	d.KicksSent -= o.KicksSent
+	d.KicksFailed -= o.KicksFailed
 	d.Wakeups -= o.Wakeups
 	d.PVEOIs -= o.PVEOIs
 	d.Withdrawn -= o.Withdrawn

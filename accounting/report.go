@@ -34,6 +34,7 @@ type CPUReport struct {
 	InjectedVec map[string]uint64 `json:"injected_by_vector,omitempty"`
 	NMIs        uint64            `json:"nmis,omitempty"`
 	KicksSent   uint64            `json:"kicks_sent"`
+	KicksFailed uint64            `json:"kicks_failed,omitempty"`
 	Wakeups     uint64            `json:"wakeups"`
 	PVEOIs      uint64            `json:"pv_eois,omitempty"`
 	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
@@ -50,7 +51,7 @@ type SectionReport struct {
 
 func cpuReport(cpu int, s Snapshot) CPUReport {
 	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, Injected: s.Injected,
-		NMIs: s.NMIs, KicksSent: s.KicksSent, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs, Withdrawn: s.Withdrawn}
+		NMIs: s.NMIs, KicksSent: s.KicksSent, KicksFailed: s.KicksFailed, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs, Withdrawn: s.Withdrawn}
 	for c, n := range s.Exits {
 		if n != 0 {
 			r.ByCause[Cause(c).String()] = n
@@ -92,6 +93,7 @@ func sum(snaps []Snapshot) Snapshot {
 		}
 		t.NMIs += s.NMIs
 		t.KicksSent += s.KicksSent
+		t.KicksFailed += s.KicksFailed
 		t.Wakeups += s.Wakeups
 		t.PVEOIs += s.PVEOIs
 		t.Withdrawn += s.Withdrawn

@@ -3,6 +3,9 @@ package vcpu
 import (
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
 )
 
@@ -52,5 +55,35 @@ func TestShutdownMessage(t *testing.T) {
 	}
 	if got := shutdownMessage(true, 0xfff0, 0x1000); got != "guest triple fault (shutdown) at an unknown RIP (on AMD KVM resets the VMCB first); the exit before it was at RIP 0x1000" {
 		t.Errorf("AMD: %q", got)
+	}
+}
+
+func TestKickRetriesEAGAINAndCountsFailures(t *testing.T) {
+	defer func(f func(int, int, unix.Signal) error) { tgkill = f }(tgkill)
+	var acct accounting.VCPU
+	v := &VCPU{acct: &acct, pid: 1}
+	calls := 0
+	tgkill = func(pid, tid int, sig unix.Signal) error {
+		calls++
+		if calls < 3 {
+			return unix.EAGAIN
+		}
+		return nil
+	}
+	v.kick(7)
+	if calls != 3 || acct.KicksFailed.Load() != 0 {
+		t.Errorf("EAGAIN twice then success: %d calls, %d failures; want 3, 0", calls, acct.KicksFailed.Load())
+	}
+	calls = 0
+	tgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.ESRCH }
+	v.kick(7)
+	if calls != 1 || acct.KicksFailed.Load() != 1 {
+		t.Errorf("ESRCH: %d calls, %d failures; want 1, 1", calls, acct.KicksFailed.Load())
+	}
+	calls = 0
+	tgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.EAGAIN }
+	v.kick(7)
+	if calls != kickTries || acct.KicksFailed.Load() != 2 {
+		t.Errorf("EAGAIN forever: %d calls, %d failures; want %d, 2", calls, acct.KicksFailed.Load(), kickTries)
 	}
 }

@@ -44,7 +44,7 @@ func (v *VCPU) Notify() {
 		if v.kickPending.CompareAndSwap(false, true) {
 			v.kvm.SetImmediateExit(true)
 			if tid := v.tid.Load(); tid != 0 {
-				unix.Tgkill(v.pid, int(tid), kickSignal)
+				v.kick(int(tid))
 			}
 			v.acct.KicksSent.Add(1)
 		}
@@ -52,6 +52,30 @@ func (v *VCPU) Notify() {
 		v.wakeUp()
 	}
 }
+
+// kick signals the vCPU thread. tgkill fails with EAGAIN when the kernel
+// is short of signal queue entries for a moment: then it is tried again, a
+// bounded number of times (Notify must not block). Any other failure is
+// counted (KicksFailed): immediate_exit is set, so the target still exits
+// at its next KVM_RUN, but a vCPU already in the guest runs blind until
+// its next exit of its own.
+func (v *VCPU) kick(tid int) {
+	for range kickTries {
+		err := tgkill(v.pid, tid, kickSignal)
+		if err == nil {
+			return
+		}
+		if err != unix.EAGAIN {
+			break
+		}
+	}
+	v.acct.KicksFailed.Add(1)
+}
+
+const kickTries = 100
+
+// tgkill is unix.Tgkill, replaced in tests.
+var tgkill = unix.Tgkill
 
 func (v *VCPU) wakeUp() {
 	select {
