@@ -7,6 +7,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
 )
 
 // The injection decision uses the state the next KVM_RUN will load, not
@@ -85,5 +86,34 @@ func TestKickRetriesEAGAINAndCountsFailures(t *testing.T) {
 	v.kick(7)
 	if calls != kickTries || acct.KicksFailed.Load() != 2 {
 		t.Errorf("EAGAIN forever: %d calls, %d failures; want %d, 2", calls, acct.KicksFailed.Load(), kickTries)
+	}
+}
+
+// A SIPI reaches only a CPU that waits for one: a running CPU discards it,
+// a CPU with an INIT to act on or in wait-for-SIPI keeps it.
+func TestSIPIOnlyWhileWaiting(t *testing.T) {
+	bus := vlapic.NewBus(2, nil, nil, vlapic.Options{})
+	send := func(mode vlapic.DeliveryMode, vec uint8) {
+		bus.Deliver(vlapic.Message{Delivery: mode, Vector: vec, Assert: true, Dest: 1, Source: 0})
+	}
+	v := &VCPU{lapic: bus.LAPIC(1)}
+	v.state.Store(uint32(StateGuest))
+	send(vlapic.StartUp, 0x10)
+	v.takeEvents()
+	if v.events.SIPI {
+		t.Errorf("a running CPU kept a SIPI")
+	}
+	send(vlapic.INIT, 0)
+	send(vlapic.StartUp, 0x20)
+	v.takeEvents()
+	if !v.events.INIT || !v.events.SIPI || v.events.SIPIVector != 0x20 {
+		t.Errorf("INIT then SIPI: %+v, want both with vector 0x20", v.events)
+	}
+	v.events = vlapic.Events{}
+	v.state.Store(uint32(StateWaitSIPI))
+	send(vlapic.StartUp, 0x30)
+	v.takeEvents()
+	if !v.events.SIPI || v.events.SIPIVector != 0x30 {
+		t.Errorf("waiting for SIPI: %+v, want vector 0x30", v.events)
 	}
 }

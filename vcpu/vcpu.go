@@ -311,7 +311,11 @@ func (v *VCPU) takeEvents() {
 	v.events.NMI = v.events.NMI || e.NMI
 	v.events.INIT = v.events.INIT || e.INIT
 	v.events.ExtINT = v.events.ExtINT || e.ExtINT
-	if e.SIPI {
+	// A Startup IPI counts only for a CPU waiting for one (after INIT, or
+	// with an INIT still to act on); any other CPU discards it, as
+	// hardware does (SDM vol. 3, 10.4.7.3): latched, it would start the
+	// CPU at a stale vector after its next INIT.
+	if e.SIPI && (e.INIT || v.events.INIT || State(v.state.Load()) == StateWaitSIPI) {
 		v.events.SIPI, v.events.SIPIVector = true, e.SIPIVector
 	}
 }
