@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -129,33 +128,20 @@ func (r Report) WriteJSON(w io.Writer) error {
 	return e.Encode(r)
 }
 
-// Column groups of the per-vCPU table: each is a set of cause names.
+// Column groups of the per-vCPU table: each is a set of cause classes;
+// the "other" column is the exits in none of them.
 var tableColumns = []struct {
-	name  string
-	match func(c string) bool
+	name    string
+	classes []Class
 }{
-	{"icr", func(c string) bool { return strings.Contains(c, "_icr") || strings.Contains(c, "self_ipi") }},
-	{"eoi", func(c string) bool { return strings.Contains(c, "_eoi_") }},
-	{"apic-other", func(c string) bool {
-		return (strings.HasPrefix(c, "mmio_apic_") || strings.HasPrefix(c, "msr_x2apic_") ||
-			strings.HasPrefix(c, "msr_apic_base") || strings.HasPrefix(c, "msr_tsc_deadline")) &&
-			!strings.Contains(c, "_icr") && !strings.Contains(c, "self_ipi") && !strings.Contains(c, "_eoi_")
-	}},
-	{"pio", func(c string) bool { return strings.HasPrefix(c, "pio_") }},
-	{"hlt", func(c string) bool { return c == "hlt" }},
-	{"irq-win", func(c string) bool { return c == "irq_window" }},
-	{"kick", func(c string) bool { return strings.HasPrefix(c, "kick") }},
-	{"recover", func(c string) bool { return strings.HasPrefix(c, "recover_") }},
-}
-
-func (c CPUReport) column(match func(string) bool) uint64 {
-	var n uint64
-	for name, v := range c.ByCause {
-		if match(name) {
-			n += v
-		}
-	}
-	return n
+	{"icr", []Class{ClassICR, ClassSelfIPI}},
+	{"eoi", []Class{ClassEOI}},
+	{"apic-other", []Class{ClassAPICOther}},
+	{"pio", []Class{ClassPIO}},
+	{"hlt", []Class{ClassHLT}},
+	{"irq-win", []Class{ClassIRQWindow}},
+	{"kick", []Class{ClassKick, ClassKickSpurious}},
+	{"recover", []Class{ClassRecover}},
 }
 
 func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
@@ -168,8 +154,12 @@ func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 	row := func(label string, r CPUReport) {
 		fmt.Fprintf(tw, "%s\t%d\t", label, r.Exits)
 		var grouped uint64
+		byClass := r.ByClass()
 		for _, c := range tableColumns {
-			n := r.column(c.match)
+			var n uint64
+			for _, k := range c.classes {
+				n += byClass[k]
+			}
 			grouped += n
 			fmt.Fprintf(tw, "%d\t", n)
 		}

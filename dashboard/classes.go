@@ -1,12 +1,13 @@
 package dashboard
 
-import "strings"
+import "github.com/govmm/govmm/accounting"
 
 // A cause class groups exit causes the way a person reads them: the ICR
 // (sending IPIs), the LAPIC EOI (finishing an interrupt), the rest of the
 // APIC, port I/O, the IOAPIC and IOMMU, HLT, interrupt windows, kicks,
 // emulator-gap recoveries and everything else. The history and the chart
-// are per class because 280-odd causes do not fit on a chart.
+// are per class because 280-odd causes do not fit on a chart. They are
+// groups of accounting.Class, which classifies each cause.
 type class uint8
 
 const (
@@ -29,34 +30,29 @@ var classNames = [numClasses]string{"icr", "eoi", "apic_other", "pio", "ioapic",
 
 func (c class) String() string { return classNames[c] }
 
-// classOf classifies a cause by its accounting name (accounting.Cause's
-// String). Names, not numbers, so that new causes land somewhere sensible.
-func classOf(cause string) class {
-	lapic := strings.HasPrefix(cause, "mmio_apic_") || strings.HasPrefix(cause, "msr_x2apic_")
-	switch {
-	case lapic && (strings.Contains(cause, "_icr") || strings.Contains(cause, "_self_ipi_")):
-		return classICR
-	case lapic && strings.Contains(cause, "_eoi_"):
-		return classEOI
-	case lapic || strings.HasPrefix(cause, "msr_apic_base") || strings.HasPrefix(cause, "msr_tsc_deadline"):
-		return classAPICOther
-	case strings.HasPrefix(cause, "pio_"):
-		return classPIO
-	case strings.HasPrefix(cause, "mmio_ioapic_"):
-		return classIOAPIC
-	case strings.HasPrefix(cause, "mmio_iommu_"):
-		return classIOMMU
-	case cause == "hlt":
-		return classHLT
-	case cause == "irq_window":
-		return classIRQWindow
-	case cause == "kick":
-		return classKick
-	case strings.HasPrefix(cause, "recover_"):
-		return classRecover
-	}
-	return classOther
+// ofAccounting is the dashboard class of each accounting class. The PV
+// send-IPI, spurious kicks and the SYSCALL doorbell are "other".
+var ofAccounting = [accounting.NumClasses]class{
+	accounting.ClassICR:          classICR,
+	accounting.ClassSelfIPI:      classICR,
+	accounting.ClassPVIPI:        classOther,
+	accounting.ClassEOI:          classEOI,
+	accounting.ClassAPICOther:    classAPICOther,
+	accounting.ClassPIO:          classPIO,
+	accounting.ClassIOAPIC:       classIOAPIC,
+	accounting.ClassIOMMU:        classIOMMU,
+	accounting.ClassHLT:          classHLT,
+	accounting.ClassIRQWindow:    classIRQWindow,
+	accounting.ClassKick:         classKick,
+	accounting.ClassKickSpurious: classOther,
+	accounting.ClassRecover:      classRecover,
+	accounting.ClassDoorbell:     classOther,
+	accounting.ClassOther:        classOther,
 }
+
+// classOf classifies a cause by its accounting name (accounting.Cause's
+// String); a name that is no cause is "other".
+func classOf(cause string) class { return ofAccounting[accounting.ClassOf(cause)] }
 
 // byClass sums a by-cause map into classes.
 func byClass(byCause map[string]uint64) [numClasses]uint64 {

@@ -373,3 +373,25 @@ func TestServePage(t *testing.T) {
 		t.Errorf("Serve after Close: %v", err)
 	}
 }
+
+// TestClasses: the dashboard's icr class (the sender exits of exits per
+// IPI) is the ICR and SELF_IPI registers only, not the LAPIC timer's
+// initial count (timer_icr); every accounting class has a dashboard class.
+func TestClasses(t *testing.T) {
+	for k := accounting.Class(0); k < accounting.NumClasses; k++ {
+		want := k == accounting.ClassICR || k == accounting.ClassSelfIPI
+		if got := ofAccounting[k] == classICR; got != want {
+			t.Errorf("accounting class %s in the icr class: %v", k, got)
+		}
+	}
+	for name, want := range map[string]class{
+		"msr_x2apic_icr_write": classICR, "mmio_apic_icr2_write": classICR, "msr_x2apic_self_ipi_write": classICR,
+		"msr_x2apic_timer_icr_write": classAPICOther, "mmio_apic_timer_icr_write": classAPICOther,
+		"msr_x2apic_eoi_write": classEOI, "mmio_ioapic_eoi_write": classIOAPIC, "kick": classKick,
+		"kick_spurious": classOther, "recover_xsave": classRecover, "no_such_cause": classOther,
+	} {
+		if got := classOf(name); got != want {
+			t.Errorf("classOf(%q) = %s, want %s", name, got, want)
+		}
+	}
+}

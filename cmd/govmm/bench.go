@@ -144,7 +144,7 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 			if cpu == sender {
 				r.SenderExit = e
 				for c, v := range s.Exits {
-					if isIPISend(accounting.Cause(c).String()) {
+					if accounting.Cause(c).Class().IPISend() {
 						r.ICRPerOp += float64(v) / float64(ops)
 					}
 				}
@@ -158,10 +158,6 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 		return nil, fmt.Errorf("the microbenchmark reported %d of its 3 sections (is govmm's kernel built with patch 0003?)", len(rows))
 	}
 	return rows, nil
-}
-
-func isIPISend(cause string) bool {
-	return strings.Contains(cause, "_icr") || strings.Contains(cause, "self_ipi") || cause == "msr_pv_send_ipi"
 }
 
 func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {

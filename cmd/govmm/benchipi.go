@@ -391,11 +391,10 @@ func ipiMinimum(r *benchreport.IPIRow) {
 	}
 }
 
-// sendCause is true for the exits of the send path itself.
-func sendCause(c accounting.Cause) bool {
-	n := c.String()
-	return strings.Contains(n, "_icr") || c == accounting.CauseMSRPVIPI
-}
+// sendCause is true for the exits of the send path itself: ICR (and
+// ICR2), SELF_IPI and PV send-IPI accesses; not the LAPIC timer's
+// initial count (timer_icr).
+func sendCause(c accounting.Cause) bool { return c.Class().IPISend() }
 
 // byCause lists causes with their count per unit, largest first.
 func byCause(s accounting.Snapshot, per uint64, keep func(accounting.Cause) bool) string {
@@ -467,7 +466,7 @@ func recvWhy(r benchreport.IPIRow, recv accounting.Snapshot) string {
 	}
 	if r.Delivery != "plain" {
 		for c, n := range recv.Exits {
-			if n > 0 && strings.Contains(accounting.Cause(c).String(), "_eoi_") {
+			if n > 0 && accounting.Cause(c).Class() == accounting.ClassEOI {
 				notes = append(notes, "EOI exits despite PV EOI: the VMM did not arm it (another interrupt pending)")
 				break
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
 )
 
@@ -138,5 +139,29 @@ func TestIPIMinimum(t *testing.T) {
 		if r.SenderMin != c.sender || r.RecvMin != 1 {
 			t.Errorf("%s to %d: minimum sender %v receiver %v, want %v and 1", c.guest, c.dests, r.SenderMin, r.RecvMin, c.sender)
 		}
+	}
+}
+
+// TestWhyClasses: the LAPIC timer's initial-count writes (timer_icr) on the
+// sender are exits besides the send path, not ICR writes; a PV EOI MSR
+// write on a receiver is not an EOI exit.
+func TestWhyClasses(t *testing.T) {
+	r := benchreport.IPIRow{GuestMode: "x2apic-cluster", Kind: "unicast", Dests: 1, Delivery: "pveoi",
+		IPIs: 10, Deliveries: 10, SenderExit: 20, RecvExit: 21}
+	ipiMinimum(&r)
+	var bsp, recv accounting.Snapshot
+	bsp.Exits[accounting.APICCause(true, true, 0x30)] = 10 // ICR
+	bsp.Exits[accounting.APICCause(true, true, 0x38)] = 10 // timer_icr
+	if got, want := senderWhy(r, bsp), "exits besides the send path, per IPI: msr_x2apic_timer_icr_write 1"; got != want {
+		t.Errorf("senderWhy = %q, want %q", got, want)
+	}
+	recv.Exits[accounting.CauseHLT] = 10
+	recv.Exits[accounting.CauseMSRPVEOIWrite] = 1
+	if got := recvWhy(r, recv); strings.Contains(got, "EOI exits despite PV EOI") {
+		t.Errorf("recvWhy counts the PV EOI MSR as an EOI exit: %q", got)
+	}
+	recv.Exits[accounting.APICCause(true, true, 0x0B)] = 1
+	if got := recvWhy(r, recv); !strings.Contains(got, "EOI exits despite PV EOI") {
+		t.Errorf("recvWhy misses an x2APIC EOI write: %q", got)
 	}
 }

@@ -1,0 +1,151 @@
+package accounting
+
+import "fmt"
+
+// Class groups exit causes the way a person reads them: sending IPIs,
+// finishing interrupts, the rest of the LAPIC, devices, halts, kicks,
+// recoveries. Every consumer that groups causes (the report's per-vCPU
+// table, the dashboard, the benchmarks' exits per IPI) maps Class values,
+// so a cause is classified once, here, by its number: the APIC register
+// causes by their register index, the others one by one.
+type Class uint8
+
+const (
+	// ClassICR: the LAPIC interrupt command register, ICR and ICR2 (APIC
+	// registers 0x30, 0x31), read or written. An xAPIC IPI costs three of
+	// them (the ICR idle read, the ICR2 write, the ICR write), an x2APIC
+	// one (the ICR WRMSR; x2APIC has no ICR2).
+	ClassICR Class = iota
+	// ClassSelfIPI: the x2APIC SELF_IPI register (0x3F).
+	ClassSelfIPI
+	// ClassPVIPI: govmm's paravirtual send-IPI MSR (package pvipi).
+	ClassPVIPI
+	// ClassEOI: the LAPIC EOI register (0x0B). Not the IOAPIC's EOI
+	// register (ClassIOAPIC) nor the PV EOI MSR (ClassAPICOther).
+	ClassEOI
+	// ClassAPICOther: every other LAPIC register (the timer's, timer_icr
+	// included, TPR, LVTs, ISR/IRR, ...), IA32_APIC_BASE, IA32_TSC_DEADLINE,
+	// the PV EOI MSR and KVM's TPR-below-threshold exit.
+	ClassAPICOther
+	ClassPIO
+	ClassIOAPIC
+	ClassIOMMU
+	ClassHLT
+	ClassIRQWindow
+	// ClassKick: KVM_RUN interrupted by a kick that brought work.
+	ClassKick
+	// ClassKickSpurious: by a kick that found nothing new.
+	ClassKickSpurious
+	// ClassRecover: instructions govmm completed after KVM's emulator
+	// failed (INT3, the XSAVE family, the rest).
+	ClassRecover
+	// ClassDoorbell: the SYSCALL doorbell (package pvsyscall): its page
+	// and its entry MSR.
+	ClassDoorbell
+	// ClassOther: other MSRs and MMIO, shutdown, unclassified exits.
+	ClassOther
+	NumClasses
+)
+
+var classNames = [NumClasses]string{"icr", "self_ipi", "pv_send_ipi", "eoi", "apic_other", "pio",
+	"ioapic", "iommu", "hlt", "irq_window", "kick", "kick_spurious", "recover", "doorbell", "other"}
+
+func (c Class) String() string {
+	if c < NumClasses {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class%d", c)
+}
+
+// IPISend is true for the classes of the sender's side of an IPI: the
+// ICR (and ICR2), SELF_IPI and the PV send-IPI MSR.
+func (c Class) IPISend() bool {
+	return c == ClassICR || c == ClassSelfIPI || c == ClassPVIPI
+}
+
+// Class returns the cause's class; ClassOther for a number that is no
+// cause.
+func (c Cause) Class() Class {
+	if k, ok := c.class(); ok {
+		return k
+	}
+	return ClassOther
+}
+
+// class classifies c; false for a cause this file does not know, which
+// TestCauseClasses catches for every cause below NumCauses.
+func (c Cause) class() (Class, bool) {
+	if c < causeFixed {
+		switch (c - CauseMMIOAPICRead) % apicRegs {
+		case 0x30, 0x31:
+			return ClassICR, true
+		case 0x3F:
+			return ClassSelfIPI, true
+		case 0x0B:
+			return ClassEOI, true
+		}
+		return ClassAPICOther, true
+	}
+	switch {
+	case c >= CausePIOSerial && c <= CausePIOOther:
+		return ClassPIO, true
+	case c >= CauseMMIOIOAPICSelRead && c <= CauseMMIOIOAPICOther:
+		return ClassIOAPIC, true
+	case c >= CauseRecoverInt3 && c <= CauseRecoverXStateFault:
+		return ClassRecover, true
+	}
+	switch c {
+	case CauseMSRTSCDeadlineRead, CauseMSRTSCDeadlineWrite, CauseMSRAPICBaseRead, CauseMSRAPICBaseWrite,
+		CauseMSRPVEOIRead, CauseMSRPVEOIWrite, CauseSetTPR:
+		return ClassAPICOther, true
+	case CauseMSRPVIPI:
+		return ClassPVIPI, true
+	case CauseMSRSyscallEntryRead, CauseMSRSyscallEntryWrite, CauseSyscallDoorbell, CauseSyscallDoorbellForged:
+		return ClassDoorbell, true
+	case CauseMMIOIOMMURead, CauseMMIOIOMMUWrite:
+		return ClassIOMMU, true
+	case CauseHLT:
+		return ClassHLT, true
+	case CauseIRQWindow:
+		return ClassIRQWindow, true
+	case CauseKick:
+		return ClassKick, true
+	case CauseKickSpurious:
+		return ClassKickSpurious, true
+	case CauseMSROtherRead, CauseMSROtherWrite, CauseMMIOOther, CauseShutdown, CauseOther:
+		return ClassOther, true
+	}
+	return 0, false
+}
+
+var causeByName = func() map[string]Cause {
+	m := make(map[string]Cause, NumCauses)
+	for c := range NumCauses {
+		m[c.String()] = c
+	}
+	return m
+}()
+
+// ParseCause returns the cause a report names (Cause.String's inverse).
+func ParseCause(name string) (Cause, bool) {
+	c, ok := causeByName[name]
+	return c, ok
+}
+
+// ClassOf is the class of the cause a report names; ClassOther for a name
+// that is no cause.
+func ClassOf(name string) Class {
+	if c, ok := ParseCause(name); ok {
+		return c.Class()
+	}
+	return ClassOther
+}
+
+// ByClass sums the report's exits by class.
+func (r CPUReport) ByClass() [NumClasses]uint64 {
+	var out [NumClasses]uint64
+	for name, n := range r.ByCause {
+		out[ClassOf(name)] += n
+	}
+	return out
+}
