@@ -280,3 +280,16 @@ func loadSegments(mem *memory.Memory, img []byte, f *elf.File) (uint64, error) {
 	}
 	return end, nil
 }
+
+// MultibootCmdline is the command line a Multiboot kernel gets, built as
+// QEMU builds it for -kernel KERNEL -append ARGS: the image's path, a
+// space, the arguments (the path alone when there are none).
+func MultibootCmdline(path, args string) string {
+	if path == "" {
+		return args
+	}
+	if args == "" {
+		return path
+	}
+	return path + " " + args
+}

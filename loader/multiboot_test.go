@@ -115,3 +115,12 @@ func TestLoadMultibootErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMultibootCmdlineAsQEMU(t *testing.T) {
+	for _, c := range [][3]string{{"/k/ipi.elf", "mode=x2apic-cluster rounds=2", "/k/ipi.elf mode=x2apic-cluster rounds=2"},
+		{"/k/ipi.elf", "", "/k/ipi.elf"}, {"", "a=1", "a=1"}} {
+		if got := MultibootCmdline(c[0], c[1]); got != c[2] {
+			t.Errorf("MultibootCmdline(%q, %q) = %q, want %q", c[0], c[1], got, c[2])
+		}
+	}
+}

@@ -128,12 +128,13 @@ func runGuestFor(t *testing.T, name string, cpus int, x2apic bool, cmdline strin
 func runGuestRaw(t *testing.T, name string, cfg vmm.Config, timeout time.Duration) (*vmm.VM, vmm.Result, string) {
 	t.Helper()
 	needKVM(t)
-	img, err := os.ReadFile(filepath.Join(guestDir(t), name))
+	path := filepath.Join(guestDir(t), name)
+	img, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var con syncBuffer
-	cfg.Kernel, cfg.Console = img, &con
+	cfg.Kernel, cfg.KernelPath, cfg.Console = img, path, &con
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		t.Fatalf("vmm.New: %v", err)

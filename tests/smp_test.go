@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/govmm/govmm/accounting"
@@ -57,5 +59,17 @@ func checkKVMAgrees(t *testing.T, g *guestRun) {
 	}
 	if k := g.KVM["exits"]; k < g.Report.Total.Exits-exits(g.Report.Total, accounting.CauseKick) {
 		t.Errorf("KVM counted %d exits in all, fewer than govmm's %d user-space exits", k, g.Report.Total.Exits)
+	}
+}
+
+// TestMultibootCommandLine: a Multiboot kernel's command line is built as
+// QEMU builds it, the image's path first (the runtime prints that first
+// word), then the arguments, which every guest taking parameters still
+// finds (e.g. TestNoInterruptLostToMSRFault's count=).
+func TestMultibootCommandLine(t *testing.T) {
+	g := runGuest(t, "smp.elf", 1, false, "a=1 b=2")
+	want := "cmdline='" + filepath.Join(guestDir(t), "smp.elf") + "'"
+	if !strings.Contains(g.Console, want) {
+		t.Errorf("console lacks %q:\n%s", want, g.Console)
 	}
 }

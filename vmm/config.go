@@ -85,6 +85,11 @@ type Config struct {
 	// own (its bytes are dropped).
 	ConsoleInput io.Reader
 	KVMPath      string // default /dev/kvm
+	// KernelPath is where Kernel was read from: a Multiboot kernel's
+	// command line starts with it, as QEMU builds it ("KERNEL ARGS"), so a
+	// test kernel that reads argv[0] finds its arguments after it. Empty:
+	// the command line is Cmdline alone.
+	KernelPath string
 	// TSCDeadline advertises TSC-deadline mode: auto where the host probe
 	// finds its writes reach govmm (vmm.Host), or forced on or off.
 	TSCDeadline hostprobe.Setting

@@ -188,7 +188,7 @@ func (vm *VM) setupKVM() error {
 // loadKernel loads a Multiboot kernel, else a Linux bzImage or vmlinux,
 // and returns the BSP's entry state.
 func (vm *VM) loadKernel() (*vcpu.EntryState, error) {
-	mb, err := loader.LoadMultiboot(vm.mem, vm.cfg.Kernel, vm.cfg.Cmdline, vm.cfg.Modules)
+	mb, err := loader.LoadMultiboot(vm.mem, vm.cfg.Kernel, loader.MultibootCmdline(vm.cfg.KernelPath, vm.cfg.Cmdline), vm.cfg.Modules)
 	if err == nil {
 		return &vcpu.EntryState{
 			Regs:  kvm.Regs{RAX: uint64(mb.EAX), RBX: uint64(mb.InfoAddr), RIP: uint64(mb.Entry), RFLAGS: 2},

@@ -63,7 +63,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("cannot read kernel image: %w", err)
 	}
 	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: kernel, Modules: mods.mods,
-		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi,
+		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, KernelPath: kernelPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi,
 		AVIC: *avic, ConsoleInput: in.r}
 	if *nox2 || !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
