@@ -71,6 +71,24 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 				e.EAX, e.EBX, e.ECX = 0, 0, e.Index
 			}
 			e.EDX = uint32(id)
+		case 4:
+			// Deterministic cache parameters, made to agree with leaf 0xB:
+			// EAX[31:26] is the APIC-ID space of cores in the package less
+			// one (Linux's x86_max_cores), EAX[25:14] that of the CPUs
+			// sharing the cache less one: one thread per core for L1 and
+			// L2, the whole package for the last level.
+			if e.EAX&0x1F != 0 {
+				span := uint32(1)<<bitsFor(cpus) - 1
+				sharing := uint32(0)
+				if level := e.EAX >> 5 & 7; level >= 3 {
+					sharing = span
+				}
+				e.EAX = e.EAX&0x3FFF | sharing<<14 | span<<26
+			}
+		case 0x80000008:
+			// AMD: ECX[7:0] cores in the package less one, ECX[15:12] the
+			// APIC-ID bits they take; the same topology as leaf 0xB.
+			e.ECX = e.ECX&^0xF0FF | bitsFor(cpus)<<12 | uint32(cpus-1)&0xFF
 		case 0xA, 0x80000022:
 			// No PMU: a counter overflow interrupt can only be delivered
 			// through KVM's in-kernel APIC (kvm_pmu_deliver_pmi needs

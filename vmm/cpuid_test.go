@@ -77,3 +77,39 @@ func TestDoorbellForcedOnNeedsAnEmulatingHost(t *testing.T) {
 		t.Errorf("auto on a hardware host: %v", err)
 	}
 }
+
+// Leaves 4 and 0x80000008 describe the topology leaf 0xB does: n cores of
+// one thread each in one package.
+func TestCPUIDTopologyAgrees(t *testing.T) {
+	sup := []kvm.CPUIDEntry{
+		{Function: 4, Index: 0, Flags: kvmCPUIDFlagSignificantIndex, EAX: 0x1C004121}, // L1 data: level 1, type 1, host sharing bits
+		{Function: 4, Index: 3, Flags: kvmCPUIDFlagSignificantIndex, EAX: 0x1C03C163}, // L3 unified: level 3
+		{Function: 4, Index: 4, Flags: kvmCPUIDFlagSignificantIndex, EAX: 0},          // no more caches
+		{Function: 0x80000008, ECX: 0x7007},
+		{Function: 0xB, Index: 1, Flags: kvmCPUIDFlagSignificantIndex},
+	}
+	for _, e := range cpuidFor(sup, 2, 6, cpuidOptions{}) {
+		switch {
+		case e.Function == 4 && e.Index == 0:
+			if e.EAX>>26 != 7 || e.EAX>>14&0xFFF != 0 || e.EAX&0x3FFF != 0x0121 {
+				t.Errorf("leaf 4.0 EAX = %#x: want cores-1 = 7 (8 APIC IDs for 6 CPUs), 1 thread sharing L1", e.EAX)
+			}
+		case e.Function == 4 && e.Index == 3:
+			if e.EAX>>26 != 7 || e.EAX>>14&0xFFF != 7 {
+				t.Errorf("leaf 4.3 EAX = %#x: want L3 shared by the package's 8 APIC IDs", e.EAX)
+			}
+		case e.Function == 4 && e.Index == 4:
+			if e.EAX != 0 {
+				t.Errorf("leaf 4.4 (no cache) EAX = %#x, want 0", e.EAX)
+			}
+		case e.Function == 0x80000008:
+			if e.ECX&0xFF != 5 || e.ECX>>12&0xF != 3 {
+				t.Errorf("leaf 0x80000008 ECX = %#x: want NC = 5, ApicIdSize = 3", e.ECX)
+			}
+		case e.Function == 0xB && e.Index == 1:
+			if e.EAX != 3 || e.EBX != 6 || e.EDX != 2 {
+				t.Errorf("leaf 0xB.1 = %#x %#x, x2APIC ID %d: want shift 3, 6 CPUs, ID 2", e.EAX, e.EBX, e.EDX)
+			}
+		}
+	}
+}
