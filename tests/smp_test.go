@@ -73,3 +73,12 @@ func TestMultibootCommandLine(t *testing.T) {
 		t.Errorf("console lacks %q:\n%s", want, g.Console)
 	}
 }
+
+// TestAPICBase: CPUID.1:EDX.APIC reads 0 while the guest has its APIC
+// disabled (KVM answers CPUID from its own copy of APIC_BASE, which govmm
+// keeps up to date), and address bits at MAXPHYADDR and above are reserved.
+func TestAPICBase(t *testing.T) {
+	for _, x2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("x2apic=%v", x2), func(t *testing.T) { runGuest(t, "apicbase.elf", 1, x2, "") })
+	}
+}

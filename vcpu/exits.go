@@ -22,9 +22,13 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 			return err
 		}
 	case kvm.ExitX86RDMSR:
-		v.handleMSR(false)
+		if err := v.handleMSR(false); err != nil {
+			return err
+		}
 	case kvm.ExitX86WRMSR:
-		v.handleMSR(true)
+		if err := v.handleMSR(true); err != nil {
+			return err
+		}
 	case kvm.ExitHLT:
 		v.acct.Exit(accounting.CauseHLT)
 		if !v.halt(run.IFFlag != 0) {
@@ -139,7 +143,8 @@ func (v *VCPU) handleMMIO() error {
 // handleMSR serves the MSRs that exit to user space: the x2APIC range (KVM
 // has no APIC of its own), TSC deadline and APIC_BASE (claimed with the MSR
 // filter) and MSRs KVM does not know (answered with #GP, as on hardware).
-func (v *VCPU) handleMSR(write bool) {
+// Its error is govmm's own failure, not the guest's: the VM stops.
+func (v *VCPU) handleMSR(write bool) error {
 	m := v.kvm.MSR()
 	var err error
 	switch idx := m.Index; {
@@ -182,7 +187,9 @@ func (v *VCPU) handleMSR(write bool) {
 	case idx == vlapic.MSRAPICBase:
 		v.acct.Exit(pick(write, accounting.CauseMSRAPICBaseWrite, accounting.CauseMSRAPICBaseRead))
 		if write {
-			err = v.lapic.SetBase(m.Data)
+			if err = v.lapic.SetBase(m.Data); err == nil {
+				err = v.syncKVMAPICBase(m.Data)
+			}
 		} else {
 			m.Data = v.lapic.Base()
 		}
@@ -194,7 +201,23 @@ func (v *VCPU) handleMSR(write bool) {
 	if errors.Is(err, vlapic.ErrGP) {
 		m.Error = 1 // KVM injects #GP(0) at the next entry
 		v.exceptionQueued = true
+		return nil
 	}
+	return err
+}
+
+// syncKVMAPICBase hands an APIC_BASE value govmm accepted to KVM as well
+// (a host-initiated KVM_SET_MSRS, which the MSR filter does not stop): KVM
+// keeps its own copy without an in-kernel APIC (kvm_lapic_set_base stores
+// it and, when EN changes, kvm_update_cpuid_runtime recomputes
+// CPUID.1:EDX.APIC from it), and kvm_run->apic_base reports it at every
+// exit. Without this the guest would read the APIC bit set while its APIC
+// is disabled.
+func (v *VCPU) syncKVMAPICBase(val uint64) error {
+	if err := v.kvm.SetMSR(vlapic.MSRAPICBase, val); err != nil {
+		return fmt.Errorf("APIC_BASE %#x accepted but KVM refused its copy: %w", val, err)
+	}
+	return nil
 }
 
 func pick[T any](c bool, a, b T) T {

@@ -147,6 +147,9 @@ type Options struct {
 	// X2APIC reports whether CPUID advertises x2APIC; without it
 	// APIC_BASE.EXTD is a reserved bit (#GP).
 	X2APIC bool
+	// PhysAddrBits is the guest's MAXPHYADDR (CPUID 0x80000008 EAX[7:0]):
+	// APIC_BASE bits from it up are reserved. 0 means 52.
+	PhysAddrBits int
 	// AVIC selects AVIC-style delivery (avic.go): fixed and
 	// lowest-priority edge interrupts are posted to the target's IRR
 	// backing page without taking its lock. false is the plain path.

@@ -3,9 +3,23 @@
 
 package vlapic
 
-// baseReserved are APIC_BASE bits that #GP when set: 7:0, 9, and the bits
-// above a 52-bit MAXPHYADDR.
+// baseReserved are APIC_BASE bits that #GP when set whatever the CPU: 7:0,
+// 9, and those above the largest MAXPHYADDR (52); the bits above the
+// guest's own MAXPHYADDR (Options.PhysAddrBits) are reserved too
+// (reservedBase).
 const baseReserved = 0x2FF | 0xFFF0_0000_0000_0000
+
+// reservedBase is every APIC_BASE bit a write must leave clear.
+func (b *Bus) reservedBase() uint64 {
+	r := uint64(baseReserved)
+	if bits := b.physAddrBits; bits > 0 && bits < 52 {
+		r |= ^uint64(0) << bits
+	}
+	if !b.x2apic {
+		r |= BaseEXTD
+	}
+	return r
+}
 
 // Base returns the APIC_BASE MSR.
 func (a *LAPIC) Base() uint64 {
@@ -43,12 +57,8 @@ func modeOfBase(v uint64) (Mode, bool) {
 // Entering x2APIC keeps every register; the ID becomes the x2APIC ID (the
 // CPU index) and the LDR is derived from it.
 func (a *LAPIC) SetBase(v uint64) error {
-	reserved := uint64(baseReserved)
-	if !a.bus.x2apic {
-		reserved |= BaseEXTD
-	}
 	mode, ok := modeOfBase(v)
-	if v&reserved != 0 || !ok {
+	if v&a.bus.reservedBase() != 0 || !ok {
 		return ErrGP
 	}
 	a.mu.Lock()

@@ -17,6 +17,8 @@ type Bus struct {
 	x2apic bool
 	avic   bool // Options.AVIC; fixed for the Bus's life
 
+	physAddrBits int // Options.PhysAddrBits; fixed
+
 	lapics []LAPIC
 
 	// routes is replaced whole (copy-on-write) by rebuild; Deliver loads it
@@ -41,13 +43,14 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		sink = nopSink{}
 	}
 	b := &Bus{
-		clock:  clock,
-		sink:   sink,
-		busHz:  opts.BusHz,
-		tscHz:  opts.TSCHz,
-		x2apic: opts.X2APIC,
-		avic:   opts.AVIC,
-		lapics: make([]LAPIC, n),
+		clock:        clock,
+		sink:         sink,
+		busHz:        opts.BusHz,
+		tscHz:        opts.TSCHz,
+		x2apic:       opts.X2APIC,
+		physAddrBits: opts.PhysAddrBits,
+		avic:         opts.AVIC,
+		lapics:       make([]LAPIC, n),
 	}
 	if b.busHz == 0 {
 		b.busHz = 1e9

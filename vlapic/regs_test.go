@@ -499,3 +499,20 @@ func TestDecodeICR(t *testing.T) {
 		}
 	}
 }
+
+// APIC_BASE bits at and above the guest's MAXPHYADDR are reserved (#GP),
+// not only those above 52.
+func TestBaseReservedAboveMaxPhysAddr(t *testing.T) {
+	b := NewBus(1, nil, nil, Options{X2APIC: true, PhysAddrBits: 39})
+	a := b.LAPIC(0)
+	if err := a.SetBase(1<<39 | 0xFEE00000 | BaseEN); err != ErrGP {
+		t.Errorf("bit 39 with MAXPHYADDR 39: %v, want #GP", err)
+	}
+	if err := a.SetBase(1<<38 | 0xFEE00000 | BaseEN); err != nil {
+		t.Errorf("bit 38 with MAXPHYADDR 39: %v", err)
+	}
+	wide := NewBus(1, nil, nil, Options{}).LAPIC(0)
+	if err := wide.SetBase(1<<51 | 0xFEE00000 | BaseEN); err != nil {
+		t.Errorf("bit 51 with MAXPHYADDR unset (52): %v", err)
+	}
+}

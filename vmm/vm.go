@@ -221,6 +221,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	n := vm.cfg.CPUs
 	vm.kvcpu = make([]*kvm.VCPU, n)
 	var layout *xstate.Layout
+	physAddrBits := 0
 	for i := range n {
 		c, err := vm.kvm.CreateVCPU(i)
 		if err != nil {
@@ -235,12 +236,15 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		if i == 0 && vm.sys.CheckExtension(kvm.CapXSAVE) != 0 && vm.sys.CheckExtension(kvm.CapXCRs) != 0 {
 			layout = xstateLayout(table) // the same for every vCPU
 		}
+		if e, ok := lookupCPUID(table, 0x80000008, 0); ok && i == 0 {
+			physAddrBits = int(e.EAX & 0xFF) // MAXPHYADDR
+		}
 	}
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
-		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC})
+		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.cpus = make([]*vcpu.VCPU, n)
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
