@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -21,7 +22,13 @@ import (
 // and it must end by powering off; with no steps it is just powered off.
 func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) *linuxRun {
 	t.Helper()
-	lr, err := bootLinuxOnce(t, kernel, govmmKernel, mode, cpus, pvIPI, steps...)
+	return bootLinuxEdit(t, kernel, govmmKernel, mode, cpus, pvIPI, nil, steps...)
+}
+
+// bootLinuxEdit is bootLinux with a last say on the VM's configuration.
+func bootLinuxEdit(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...vmm.ScriptStep) *linuxRun {
+	t.Helper()
+	lr, err := bootLinuxOnce(t, kernel, govmmKernel, mode, cpus, pvIPI, edit, steps...)
 	if err == nil {
 		return lr
 	}
@@ -59,7 +66,7 @@ func userSpaceCrash(log string) string {
 
 // bootLinuxOnce is one boot of bootLinux: set-up problems end the test,
 // what the guest did wrong is returned (with the run, for its console).
-func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) (*linuxRun, error) {
+func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...vmm.ScriptStep) (*linuxRun, error) {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -93,6 +100,9 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	}
 	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.ConsoleInput = img, rd, con, 512<<20, script
 	cfg.PVEOI = pvIPI // the PV test turns on both paravirtual paths
+	if edit != nil {
+		edit(&cfg)
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -225,11 +235,21 @@ func tail(s string, n int) string {
 // TestBootGovmmKernelPV boots govmm's kernel with --pv-ipi and --pv-eoi:
 // its IPIs go through govmm's PV trap, and Linux's stock PV EOI (served by
 // govmm) ends interrupts without EOI exits.
+//
+// It also boots with TSC-deadline mode not advertised, as govmm does on VMX
+// hosts whose KVM drops TSC_DEADLINE writes (hostprobe): Linux then runs
+// its LAPIC timer one-shot (TMICT writes) and must reach the shell all the
+// same (make boot-no-tsc-deadline does all four modes).
 func TestBootGovmmKernelPV(t *testing.T) {
-	lr := bootLinux(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true,
+	noTSCDeadline := func(c *vmm.Config) { c.TSCDeadline = hostprobe.Off }
+	lr := bootLinuxEdit(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true, noTSCDeadline,
 		vmm.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
 			"ipibench -storm -n 200", `govmm counted \d+ IPIs`)...)
 	vm := lr.vm
+	if tot := vm.Accounting().Report().Total; tot.ByCause["msr_tsc_deadline_write"] != 0 || tot.ByCause["msr_x2apic_timer_icr_write"] == 0 {
+		t.Errorf("TSC deadline off: %d TSC_DEADLINE writes, %d TMICT writes; want none and some",
+			tot.ByCause["msr_tsc_deadline_write"], tot.ByCause["msr_x2apic_timer_icr_write"])
+	}
 	checkStorm(t, lr, 2, 200)
 	r := vm.Accounting().Report()
 	if r.Total.IPISent["pv"] == 0 {
