@@ -89,6 +89,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if !*quiet {
 		fmt.Fprintf(stdout, "\ngovmm: guest ran %v\n", res.Duration.Round(time.Millisecond))
+		writeHostUsed(stdout, vm)
 		report.WriteTable(stdout)
 	}
 	if *jsonOut != "" {
