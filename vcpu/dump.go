@@ -51,8 +51,10 @@ func (v *VCPU) dump(w io.Writer, run *kvm.Run) {
 		if n := syms.Name(r.RIP); n != "" {
 			where += " " + n
 		}
-		where += fmt.Sprintf(" CPL %d IF %d exit %d", run.Sync.Sregs.CS.DPL, r.RFLAGS>>9&1, run.ExitReason)
-		stack = v.stackNames(syms, &run.Sync.Sregs, r.RSP)
+		if s, err := v.sregs(); err == nil {
+			where += fmt.Sprintf(" CPL %d IF %d exit %d", s.CS.DPL, r.RFLAGS>>9&1, run.ExitReason)
+			stack = v.stackNames(syms, s, r.RSP)
+		}
 	}
 	fmt.Fprintf(w, "vCPU %d: %s %s | APIC ID %d mode %d TPR %#x PPR %#x ISR %s IRR %s\n",
 		v.id, v.State(), where, st.ID, st.Mode, st.TPR, st.PPR, bits(st.ISR), bits(st.IRR))

@@ -33,11 +33,15 @@ func (v *VCPU) recover() error {
 		return fmt.Errorf("KVM could not emulate an instruction at RIP %#x and gave no bytes", regs.RIP)
 	}
 	code := ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
+	sregs, err := v.sregs()
+	if err != nil {
+		return err
+	}
 	mode := 32
 	switch {
-	case run.Sync.Sregs.CS.L != 0:
+	case sregs.CS.L != 0:
 		mode = 64
-	case run.Sync.Sregs.CS.DB == 0:
+	case sregs.CS.DB == 0:
 		mode = 16
 	}
 	// x86asm does not know clac/stac (0F 01 CA/CB): complete them by bytes.
@@ -65,7 +69,7 @@ func (v *VCPU) recover() error {
 		v.acct.Exit(accounting.CauseRecoverInt3)
 		return v.injectBP(uint64(inst.Len))
 	}
-	if !complete(inst, regs) && !v.completeMem(inst, regs, &run.Sync.Sregs) {
+	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not emulate %q (% x) at RIP %#x in %d-bit mode, and govmm does not complete it",
 			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], regs.RIP, mode)

@@ -33,7 +33,11 @@ func (v *VCPU) handleSyscallEntryMSR(write bool, value uint64) (uint64, error) {
 // CPL0 and any read are accesses to nothing.
 func (v *VCPU) doorbell(write bool, data []byte) error {
 	run := v.kvm.RunData()
-	regs, sregs := &run.Sync.Regs, &run.Sync.Sregs
+	regs := &run.Sync.Regs
+	sregs, err := v.sregs()
+	if err != nil {
+		return err
+	}
 	if !write {
 		v.acct.Exit(accounting.CauseSyscallDoorbellForged)
 		for i := range data {

@@ -95,6 +95,9 @@ type VCPU struct {
 	syscallDoorbell bool   // the SYSCALL doorbell is offered
 	syscallEntry    uint64 // the kernel's real SYSCALL entry; 0: doorbell off
 
+	// sregsFresh: run.Sync.Sregs holds this exit's segment and control
+	// registers (read by sregs). Cleared by every KVM_RUN.
+	sregsFresh bool
 	// exceptionQueued: this exit's handler made KVM deliver an exception at
 	// the next entry (injected with KVM_SET_VCPU_EVENTS, or an MSR access
 	// answered with an error, which KVM turns into #GP). Cleared by every
@@ -162,7 +165,10 @@ func (v *VCPU) Run() error {
 		return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
 	}
 	run := v.kvm.RunData()
-	run.ValidRegs = kvm.SyncRegsGPR | kvm.SyncRegsSregs
+	// KVM stores the general registers in kvm_run at every exit; the
+	// segment and control registers only when a handler asks (sregs): on
+	// VMX storing them costs a dozen VMCS reads that most exits never use.
+	run.ValidRegs = kvm.SyncRegsGPR
 	if v.boot != nil {
 		if err := v.boot.apply(v.kvm); err != nil {
 			return &Error{v.id, err}
@@ -183,7 +189,7 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 		err := v.kvm.Run()
-		v.exceptionQueued = false
+		v.exceptionQueued, v.sregsFresh = false, false
 		v.state.Store(uint32(StateVMM))
 		// Clear the kick in this order, and immediate_exit always: a Notify
 		// that won its CAS before the Store may set immediate_exit after we
@@ -430,4 +436,19 @@ func queuedBitmap(atExit [4]uint64, injected int) [4]uint64 {
 	var b [4]uint64
 	b[injected/64] = 1 << (injected % 64)
 	return b
+}
+
+// sregs returns this exit's segment and control registers, read from KVM
+// (KVM_GET_SREGS) into run.Sync.Sregs on first use. A handler that edits
+// them marks kvm.SyncRegsSregs dirty, and the next KVM_RUN loads them.
+func (v *VCPU) sregs() (*kvm.Sregs, error) {
+	run := v.kvm.RunData()
+	if !v.sregsFresh {
+		s, err := v.kvm.Sregs()
+		if err != nil {
+			return nil, err
+		}
+		run.Sync.Sregs, v.sregsFresh = s, true
+	}
+	return &run.Sync.Sregs, nil
 }

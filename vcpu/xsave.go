@@ -57,7 +57,11 @@ func (v *VCPU) completeXState(inst x86asm.Inst, mode int) (handled bool, err err
 		return false, nil
 	}
 	run := v.kvm.RunData()
-	regs, sregs := &run.Sync.Regs, &run.Sync.Sregs
+	regs := &run.Sync.Regs
+	sregs, err := v.sregs() // read by recover already: no second ioctl
+	if err != nil {
+		return true, err
+	}
 	var cause accounting.Cause
 	var fault xstate.Fault
 	var pf *pageFault
@@ -281,7 +285,11 @@ func (v *VCPU) injectFault(f xstate.Fault) error {
 func (v *VCPU) injectException(vec uint8, code *uint32, cr2 *uint64) error {
 	run := v.kvm.RunData()
 	if cr2 != nil {
-		s := run.Sync.Sregs
+		cur, err := v.sregs()
+		if err != nil {
+			return err
+		}
+		s := *cur
 		s.CR2 = *cr2
 		if err := v.kvm.SetSregs(s); err != nil {
 			return err
