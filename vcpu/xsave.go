@@ -53,7 +53,7 @@ const MSRXSS = 0xDA0
 // returns handled=false for any other instruction. A fault the instruction
 // raises is injected (RIP stays); on success RIP moves past it.
 func (v *VCPU) completeXState(inst x86asm.Inst, mode int) (handled bool, err error) {
-	if _, _, ok := xstateOp(inst.Op); !ok && inst.Op != x86asm.XGETBV && inst.Op != x86asm.XSETBV || v.xstate == nil {
+	if _, _, isArea := xstateOp(inst.Op); v.xstate == nil || !isArea && inst.Op != x86asm.XGETBV && inst.Op != x86asm.XSETBV {
 		return false, nil
 	}
 	run := v.kvm.RunData()
