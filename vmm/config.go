@@ -73,7 +73,10 @@ type Config struct {
 	Kernel          []byte // a Multiboot v1 image, a Linux bzImage or an ELF vmlinux
 	Initrd          []byte // Linux only
 	// RunDecompressor enters a bzImage at its own decompressor; by default
-	// govmm decompresses the payload and enters startup_64 directly.
+	// govmm decompresses the payload and enters startup_64 directly, unless
+	// it cannot decompress the payload's format (loader.
+	// ErrUnsupportedPayload): then the decompressor runs, and a line on
+	// stderr says so.
 	RunDecompressor bool
 	Cmdline         string
 	Modules         []loader.Module

@@ -198,8 +198,15 @@ func (vm *VM) loadKernel() (*vcpu.EntryState, error) {
 	if !errors.Is(err, loader.ErrNotMultiboot) {
 		return nil, err
 	}
-	l, err := loader.LoadLinux(vm.mem, vm.cfg.Kernel, loader.LinuxOptions{
-		Cmdline: vm.cfg.Cmdline, Initrd: vm.cfg.Initrd, RSDPAddr: rsdpAddr, Decompress: !vm.cfg.RunDecompressor})
+	opt := loader.LinuxOptions{Cmdline: vm.cfg.Cmdline, Initrd: vm.cfg.Initrd, RSDPAddr: rsdpAddr, Decompress: !vm.cfg.RunDecompressor}
+	l, err := loader.LoadLinux(vm.mem, vm.cfg.Kernel, opt)
+	if errors.Is(err, loader.ErrUnsupportedPayload) {
+		// A payload govmm cannot decompress (LZO, say): the bzImage's own
+		// decompressor can, only slower where KVM interprets guest code.
+		fmt.Fprintf(os.Stderr, "govmm: %v: running the bzImage's own decompressor instead\n", err)
+		opt.Decompress = false
+		l, err = loader.LoadLinux(vm.mem, vm.cfg.Kernel, opt)
+	}
 	if errors.Is(err, loader.ErrNotLinux) {
 		return nil, errors.New("the image is neither a Multiboot kernel (no Multiboot header in its first 8 KiB) nor a Linux bzImage or vmlinux")
 	}
