@@ -15,9 +15,10 @@ all: build guests
 
 # Debian packages the build and tests use (gcc/binutils build the guests and
 # the KVM ABI probe; acpica-tools' iasl/acpiexec check the ACPI tables;
-# chromium renders the dashboard in the browser test).
+# chromium renders the dashboard in the browser test; xz-utils, lz4, zstd
+# and bzip2 make the kernel-payload round trips the loader tests check).
 # Installed only when missing.
-DEBS := gcc binutils make acpica-tools chromium
+DEBS := gcc binutils make acpica-tools chromium xz-utils lz4 zstd bzip2
 deps: $(CACHE)/.deps
 $(CACHE)/.deps: Makefile
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
