@@ -42,6 +42,7 @@ type PM struct {
 	SCI        uint8  // ISA IRQ / GSI of the SCI, e.g. 9
 	ResetPort  uint16 // FADT reset register, e.g. 0xCF9
 	ResetValue uint8  // value written there to reset, e.g. 0x6
+	PMTimer    uint16 // 4 bytes: the 32-bit PM timer; 0: none
 }
 
 // Override is an ISA interrupt source override (MADT type 2, bus 0).

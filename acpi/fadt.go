@@ -12,8 +12,9 @@ package acpi
 //     block: 2 bytes. Both as 32-bit fields and as X_ generic addresses
 //     (System I/O, same port, bit width 8*length) so ACPICA sees no mismatch.
 //     No PM1b, PM2, GPE0/GPE1 blocks.
-//   - No PM timer (PM_TMR_BLK 0, length 0: optional since ACPI 5.0A); Linux
-//     then uses other clocksources.
+//   - PM timer at PM.PMTimer (PM_TMR_BLK, length 4, X_PM_TMR_BLK), 32 bits
+//     wide (TMR_VAL_EXT): Linux checks its LAPIC timer calibration against
+//     it when the timer is not TSC-deadline; 0 announces none.
 //   - Flags: WBINVD (required), PROC_C1 (HLT works on every CPU), SLP_BUTTON
 //     (no sleep button), RESET_REG_SUP. PWR_BUTTON is clear: a fixed-feature
 //     power button exists, so the PM device can request a clean shutdown by
@@ -39,6 +40,7 @@ const (
 	fadtProcC1      = 1 << 2
 	fadtSlpButton   = 1 << 5
 	fadtResetRegSup = 1 << 10
+	fadtTmrValExt   = 1 << 8
 
 	bootLegacyDevices = 1 << 0
 	bootNoVGA         = 1 << 2
@@ -46,6 +48,7 @@ const (
 
 	pm1EvtLen = 4
 	pm1CntLen = 2
+	pmTmrLen  = 4
 )
 
 func fadt(pm PM, oemID string, facsAddr, dsdtAddr uint64) []byte {
@@ -64,8 +67,15 @@ func fadt(pm PM, oemID string, facsAddr, dsdtAddr uint64) []byte {
 	le.PutUint32(t[64:], uint32(pm.PM1aCnt))
 	t[88] = pm1EvtLen
 	t[89] = pm1CntLen
+	flags := uint32(fadtWBINVD | fadtProcC1 | fadtSlpButton | fadtResetRegSup)
+	if pm.PMTimer != 0 {
+		le.PutUint32(t[76:], uint32(pm.PMTimer))
+		t[91] = pmTmrLen
+		putGAS(t[208:], spaceSystemIO, 8*pmTmrLen, 0, accessAny, uint64(pm.PMTimer))
+		flags |= fadtTmrValExt
+	}
 	le.PutUint16(t[109:], bootLegacyDevices|bootNoVGA|bootNoCMOSRTC)
-	le.PutUint32(t[112:], fadtWBINVD|fadtProcC1|fadtSlpButton|fadtResetRegSup)
+	le.PutUint32(t[112:], flags)
 	putGAS(t[116:], spaceSystemIO, 8, 0, accessByte, uint64(pm.ResetPort))
 	t[128] = pm.ResetValue
 	t[131] = 0 // FADT minor version

@@ -24,7 +24,7 @@ func TestFADT(t *testing.T) {
 		{"SMI Command Port", "00000000"},
 		{"PM1A Event Block Address", "00000600"},
 		{"PM1A Control Block Address", "00000604"},
-		{"PM Timer Block Address", "00000000"},
+		{"PM Timer Block Address", "00000000"}, // testConfig has none: see TestFADTPMTimer
 		{"PM1 Event Block Length", "04"},
 		{"PM1 Control Block Length", "02"},
 		{"Boot Flags (decoded below)", "0025"},
@@ -103,4 +103,24 @@ func decoded(dsl, field string) map[string]string {
 		}
 	}
 	return m
+}
+
+// With a PM timer: PM_TMR_BLK, its length 4, TMR_VAL_EXT (32 bits), as iasl
+// reads them.
+func TestFADTPMTimer(t *testing.T) {
+	cfg := testConfig(2)
+	cfg.PM.PMTimer = 0x608
+	im := build(t, cfg)
+	fs := fields(iasl(t, "FACP", im.tables["FACP"]))
+	for _, c := range []struct{ name, want string }{
+		{"PM Timer Block Address", "00000608"},
+		{"PM Timer Block Length", "04"},
+	} {
+		if got := value(t, fs, c.name); got != c.want {
+			t.Errorf("%s = %s, want %s", c.name, got, c.want)
+		}
+	}
+	if got := decoded(iasl(t, "FACP", im.tables["FACP"]), "Flags (decoded below)")["32-bit PM Timer (V1)"]; got != "1" {
+		t.Errorf("flag 32-bit PM Timer = %q, want 1", got)
+	}
 }

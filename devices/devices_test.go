@@ -161,3 +161,25 @@ func markerIn(m *Marker, cpu int, port uint16) uint32 {
 	m.In(cpu, port, b)
 	return le(b)
 }
+
+func TestPMTimerCounts(t *testing.T) {
+	now := int64(0)
+	p := &PMTimer{Now: func() int64 { return now }}
+	read := func() uint32 {
+		b := make([]byte, 4)
+		p.In(0, 0x608, b)
+		return le(b)
+	}
+	now = 1e9
+	if got := read(); got != PMTimerHz {
+		t.Errorf("after 1 s: %d ticks, want %d", got, PMTimerHz)
+	}
+	now = 100e6
+	if got := read(); got != PMTimerHz/10 {
+		t.Errorf("after 100 ms: %d ticks, want %d", got, PMTimerHz/10)
+	}
+	now = 3600e9 // the 32-bit counter wraps after 20 minutes
+	if got, want := read(), uint32(uint64(3600)*PMTimerHz%(1<<32)); got != want {
+		t.Errorf("after 1 h: %d, want %d (wrapped)", got, want)
+	}
+}

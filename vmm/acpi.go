@@ -20,6 +20,7 @@ const (
 	portPM1aEvt = 0x600
 	portPM1aCnt = 0x604
 	portReset   = 0xCF9
+	portPMTimer = 0x608
 	resetValue  = 0x6
 	sciIRQ      = 9
 )
@@ -33,7 +34,7 @@ func (vm *VM) installACPI() error {
 		CPUs:      vm.cfg.CPUs,
 		IOAPICs:   []acpi.IOAPIC{{ID: 0, Addr: vioapic.Base, GSIBase: 0, SourceID: IOAPICSourceID}},
 		Overrides: acpi.ISAOverrides(sciIRQ),
-		PM:        acpi.PM{PM1aEvt: portPM1aEvt, PM1aCnt: portPM1aCnt, SCI: sciIRQ, ResetPort: portReset, ResetValue: resetValue},
+		PM:        acpi.PM{PM1aEvt: portPM1aEvt, PM1aCnt: portPM1aCnt, SCI: sciIRQ, ResetPort: portReset, ResetValue: resetValue, PMTimer: portPMTimer},
 	}
 	if vm.cfg.IOMMU {
 		cfg.DMAR = &acpi.DMAR{RegBase: vintremap.Base, IntrRemap: true, HostAddrWidth: 39}
@@ -55,5 +56,6 @@ func (vm *VM) installACPI() error {
 		PowerOff: func() { vm.end("poweroff", 0) }, Reset: func() { vm.end("reboot", 0) }}
 	vm.ports.Register(portPM1aEvt, 6, accounting.CausePIOACPIPM, pm)
 	vm.ports.Register(portReset, 1, accounting.CausePIOACPIPM, pm)
+	vm.ports.Register(portPMTimer, 4, accounting.CausePIOACPIPM, &devices.PMTimer{Now: vm.clock.Now})
 	return nil
 }
