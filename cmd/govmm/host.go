@@ -44,12 +44,7 @@ func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
 
 func writeHost(w io.Writer, a hostprobe.Answers, d hostprobe.Decision) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	yes := func(b bool, y, n string) string {
-		if b {
-			return y
-		}
-		return n
-	}
+	yes := pick
 	fmt.Fprintf(tw, "guest kernel code\t%s\n", yes(a.Emulates, "interpreted by KVM (no VT-x/AMD-V: pxor in kernel mode failed emulation)", "run by hardware virtualization"))
 	fmt.Fprintf(tw, "TSC_DEADLINE writes\t%s\n", yes(a.TSCDeadlineReaches, "reach govmm", "dropped by KVM ("+a.Notes["tsc_deadline"]+")"))
 	fmt.Fprintf(tw, "x2APIC MSRs 0x800-0x8FF\t%s\n", yes(a.X2APICMSRsReach, "reach govmm", "do not reach govmm"))
