@@ -48,15 +48,7 @@ db_leave:
 	lea 3f(%rip), %rax
 	push %rax
 	lretq
-	.code32
-3:	mov $0x10, %eax
-	mov %eax, %ss
-	lgdt gdt_ptr32
-	pop %ebp
-	pop %edi
-	pop %esi
-	pop %ebx
-	ret
+	RETURN_TO_RUNTIME32
 	.code64
 
 /* ---- user code: position-independent, copied to USER_PAGE ---- */

@@ -133,15 +133,7 @@ sc_fault:
 	jb 4b
 	jmp 2b
 
-	.code32
-3:	mov $0x10, %eax
-	mov %eax, %ss
-	lgdt gdt_ptr32
-	pop %ebp
-	pop %edi
-	pop %esi
-	pop %ebx
-	ret
+	RETURN_TO_RUNTIME32
 
 
 	.data
