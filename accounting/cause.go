@@ -60,6 +60,7 @@ const (
 	CauseKickSpurious // ... by a kick that found nothing new (a kick racing an exit)
 	CauseSetTPR
 	CauseRecoverInt3
+	CauseRecoverIntN // int n (n != 3) in kernel mode: delivered through the IDT gate (vcpu/softint.go)
 	CauseRecoverOther
 	// The XSAVE family completed by govmm (vcpu/xsave.go), one exit each:
 	// saves (XSAVE, XSAVEOPT, XSAVEC, XSAVES), restores (XRSTOR, XRSTORS),
@@ -80,7 +81,7 @@ var fixedNames = [...]string{
 	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
 	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
 	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
-	"mmio_other", "syscall_doorbell", "syscall_doorbell_forged", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_other",
+	"mmio_other", "syscall_doorbell", "syscall_doorbell_forged", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_int_n", "recover_other",
 	"recover_xsave", "recover_xrstor", "recover_xgetbv", "recover_xsetbv", "recover_xstate_fault",
 	"shutdown", "other",
 }

@@ -11,8 +11,10 @@ import (
 )
 
 // TestInt3Recovery: in 64-bit kernel mode this host's emulator cannot run
-// int3; govmm advances RIP and injects #BP, and the guest checks that its
-// handler ran once per int3 and execution went on right after each one.
+// int3 or int n; govmm advances RIP and injects #BP (int3) or delivers
+// vector n through its IDT gate (int n), and the guest checks that its
+// handlers ran once per instruction and execution went on right after
+// each one, and that int n to an absent gate raised #NP(n*8+2) at the int.
 func TestInt3Recovery(t *testing.T) {
 	for _, n := range cpuCounts {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { testInt3(t, n) })
@@ -27,6 +29,10 @@ func testInt3(t *testing.T, n int) {
 	}
 	if got := exits(g.Report.Total, accounting.CauseRecoverInt3); got != want {
 		t.Errorf("int3 recoveries = %d, want %d", got, want)
+	}
+	// int $0x80, int $0x81 and int $0x82 (absent gate: #NP) on such hosts.
+	if got := exits(g.Report.Total, accounting.CauseRecoverIntN); got != want {
+		t.Errorf("int n recoveries = %d, want %d", got, want)
 	}
 	// fwait and popcnt are completed by govmm on such hosts.
 	if got, want := exits(g.Report.Total, accounting.CauseRecoverOther), want*2/3; got != want {

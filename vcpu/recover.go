@@ -15,7 +15,7 @@ import (
 // docs/hosts.md. What it can finish it finishes and counts; anything else stops
 // the VM with the instruction's bytes, its decoding and the guest RIP.
 //
-// Completed here: int3 (inject #BP, RIP past it), fwait (no x87 exception
+// Completed here: int3 (inject #BP, RIP past it), int n (softint.go), fwait (no x87 exception
 // is ever pending: a no-op), clac/stac (RFLAGS.AC), and popcnt, lzcnt, tzcnt
 // with register and memory operands, cmpxchg16b, and the XSAVE family
 // (xsave.go). Not SSE or AVX instructions: govmm's guest kernel runs none.
@@ -69,6 +69,9 @@ func (v *VCPU) recover() error {
 		v.acct.Exit(accounting.CauseRecoverInt3)
 		return v.injectBP(uint64(inst.Len))
 	}
+	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCD && sregs.CR0&1 != 0 {
+		return v.completeSoftInt(inst, sregs, mode)
+	}
 	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not emulate %q (% x) at RIP %#x in %d-bit mode, and govmm does not complete it",
@@ -82,7 +85,18 @@ func (v *VCPU) recover() error {
 
 // injectBP moves RIP past int3 and injects #BP (a trap: it reports the next
 // instruction), which is what the CPU would have done.
-func (v *VCPU) injectBP(n uint64) error {
+func (v *VCPU) injectBP(n uint64) error { return v.injectTrapEvent(n, nil) }
+
+// injectTrapEvent moves RIP past an n-byte instruction and has KVM deliver
+// the event set makes (#BP when set is nil) at the next entry, so that the
+// handler's frame names the next instruction. No interrupt from govmm's
+// LAPIC is injected in the same entry (exceptionQueued).
+func (v *VCPU) injectTrapEvent(n uint64, set func(*kvm.VCPUEvents)) error {
+	if set == nil {
+		set = func(ev *kvm.VCPUEvents) {
+			ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
+		}
+	}
 	run := v.kvm.RunData()
 	run.Sync.Regs.RIP += n
 	run.DirtyRegs |= kvm.SyncRegsGPR
@@ -95,7 +109,7 @@ func (v *VCPU) injectBP(n uint64) error {
 	if err != nil {
 		return err
 	}
-	ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
+	set(&ev)
 	ev.Flags = 0
 	if err := v.kvm.SetEvents(ev); err != nil {
 		return err

@@ -1,5 +1,6 @@
 /* 64-bit half of the int3 guest: enter long mode, execute int3 three times
- * with a counting #BP handler, and come back to 32-bit code (compatibility
+ * with a counting #BP handler, int n through an interrupt gate, a trap gate
+ * and an absent gate, and come back to 32-bit code (compatibility
  * mode, paging stays on) so the C runtime can report. */
 	.text
 	.code32
@@ -36,6 +37,20 @@ int3_ret1:
 int3_ret2:
 	int3
 int3_ret3:
+	/* int n in kernel mode: this host's emulator leaves software interrupts
+	 * in protected and long mode to user space as well. 0x80 goes through
+	 * an interrupt gate, 0x81 through a trap gate, 0x82 names a gate that
+	 * is not present: #NP with error code 0x82*8+2 (IDT, not external),
+	 * which the #NP handler skips. */
+	int $0x80
+	.globl intn_ret1, intn_ret2, intn_ret3
+intn_ret1:
+	int $0x81
+intn_ret2:
+	.globl intn_np
+intn_np:
+	int $0x82
+intn_ret3:
 	/* More instructions this host's emulator gives up on in kernel mode;
 	 * govmm completes them (fwait: no-op, popcnt: register operands). */
 	fwait
@@ -62,7 +77,46 @@ int3_ret3:
 	ret
 
 	.code64
-	.globl bp64, bad64
+	.globl bp64, bad64, intn80, intn81, np64
+intn80:                                 /* int $0x80: record vector, RIP, CS */
+	push %rax
+	mov $0x80, %eax
+	jmp 1f
+intn81:                                 /* int $0x81 (trap gate) */
+	push %rax
+	mov $0x81, %eax
+1:	push %rcx
+	push %rdx
+	movl intn_count(%rip), %ecx
+	cmp $4, %ecx
+	jae 2f
+	lea intn_vec(%rip), %rdx
+	movl %eax, (%rdx,%rcx,4)
+	movq 24(%rsp), %rax             /* return RIP */
+	lea intn_rip(%rip), %rdx
+	movl %eax, (%rdx,%rcx,4)
+	movq 32(%rsp), %rax             /* return CS */
+	lea intn_cs(%rip), %rdx
+	movl %eax, (%rdx,%rcx,4)
+2:	incl intn_count(%rip)
+	pop %rdx
+	pop %rcx
+	pop %rax
+	iretq
+
+np64:                                   /* #NP: record the error code and faulting RIP, skip the int */
+	push %rax
+	movq 8(%rsp), %rax              /* error code */
+	movl %eax, np_code(%rip)
+	movq 16(%rsp), %rax             /* RIP of the faulting int */
+	movl %eax, np_rip(%rip)
+	addq $2, %rax
+	movq %rax, 16(%rsp)
+	incl np_count(%rip)
+	pop %rax
+	add $8, %rsp                    /* drop the error code */
+	iretq
+
 bp64:                                   /* #BP: record the return RIP, count */
 	push %rax
 	push %rcx
@@ -104,6 +158,14 @@ bad64:                                  /* any other vector: report and exit 1 *
 
 	.data
 	.globl bp_count, bp_rip, bp_rip_hi, idt64_ptr, popcnt_result, bad_insn
+	.globl intn_count, intn_vec, intn_rip, intn_cs, np_count, np_code, np_rip
+intn_count: .long 0
+intn_vec:  .fill 4, 4, 0
+intn_rip:  .fill 4, 4, 0
+intn_cs:   .fill 4, 4, 0
+np_count:  .long 0
+np_code:   .long 0
+np_rip:    .long 0
 popcnt_result: .long 0
 bad_insn:  .long 0
 bp_count:  .long 0
