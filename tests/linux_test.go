@@ -277,6 +277,25 @@ func TestBootDebianKernel(t *testing.T) {
 	}
 }
 
+// TestBootDebianDefaultKernel boots Debian's default kernel
+// (linux-image-amd64: xz payload with the x86 BCJ filter, far more built
+// in than the cloud flavour) in the same three modes, to the u-root shell.
+// About a quarter of an hour per boot on an emulating host, so it is not
+// part of the test command: `make boot-debian-default` fetches the kernel
+// and runs it (GOVMM_DEBIAN_DEFAULT_KERNEL names the image).
+func TestBootDebianDefaultKernel(t *testing.T) {
+	kernel := os.Getenv("GOVMM_DEBIAN_DEFAULT_KERNEL")
+	if kernel == "" {
+		t.Skip("SKIP: Debian's default kernel boots only on request: make boot-debian-default")
+	}
+	for _, mode := range []string{"off", "physical", "cluster"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			bootLinux(t, kernel, false, mode, 1, false)
+		})
+	}
+}
+
 // TestBootGovmmKernel boots govmm's own guest kernel in all four modes.
 func TestBootGovmmKernel(t *testing.T) {
 	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
