@@ -228,7 +228,7 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	if uni.Delivery != "plain" {
 		cmdline += " pveoi=1"
 	}
-	con := vmm.NewConsole(nil, nil)
+	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
 		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
 	if !gm.x2 {
@@ -240,7 +240,7 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	}
 	defer vm.Close()
 	res := vm.Run(b.timeout)
-	log := con.Log()
+	log := con.String()
 	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS ipi") {
 		return uni, multi, fmt.Errorf("ipi.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
 	}

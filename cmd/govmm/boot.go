@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -66,7 +67,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 			return 0, err
 		}
 	}
-	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
+	cfg, m, err := linuxguest.VMConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
 	if err != nil {
 		return 0, err
 	}
@@ -97,7 +98,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	if *quiet {
 		out = nil
 	}
-	con := vmm.NewConsole(out, vmm.LinuxMilestones)
+	con := linuxguest.NewConsole(out, linuxguest.BootMilestones)
 	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI, cfg.AVIC = size, img, rd, con, *decomp, *pveoi, *avic
 	if err = hostFlags(&cfg); err != nil {
 		return 0, err
@@ -106,8 +107,8 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	if *execCmds != "" {
-		script, err := vmm.NewConsoleScript(con,
-			vmm.ScriptStep{Send: *execCmds + "\n"}, vmm.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
+		script, err := linuxguest.NewConsoleScript(con,
+			linuxguest.ScriptStep{Send: *execCmds + "\n"}, linuxguest.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
 		if err != nil {
 			return 0, err
 		}
@@ -125,7 +126,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	report := vm.Accounting().Report()
-	st := vmm.ParseLinuxLog(con.Log())
+	st := linuxguest.ParseLog(con.Log())
 
 	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", *mode, *cpus,
 		cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
@@ -175,7 +176,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 // writeSyscalls reports the SYSCALL doorbell's traffic from /init to the
 // shell's prompt (user space starting up, nobody typing), when govmm
 // offered it.
-func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
+func writeSyscalls(w io.Writer, vm *vmm.VM, ph []linuxguest.PhaseRecord) {
 	if !vm.SyscallDoorbell() {
 		return
 	}
@@ -184,7 +185,7 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	if f := byCause[accounting.CauseSyscallDoorbellForged.String()]; f > 0 {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d accesses that were not a SYSCALL refused (syscall_doorbell_forged: #GP(0) from user mode)\n", f)
 	}
-	d, k, ok := vmm.UserStartup(ph)
+	d, k, ok := linuxguest.UserStartup(ph)
 	if !ok {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm\n", n)
 		return
@@ -242,7 +243,7 @@ func orNone(s string) string {
 
 // writePhases prints each milestone with its time and the exits of the
 // phase that ended there.
-func writePhases(w io.Writer, ph []vmm.PhaseRecord) {
+func writePhases(w io.Writer, ph []linuxguest.PhaseRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "phase\tat\texits in phase\tline")
 	var prev uint64
