@@ -75,6 +75,32 @@ func ipiGuestPath() string {
 // cmdBenchIPI is 'govmm bench-ipi': run ipi.elf once per mode, delivery
 // path and multicast destination count, and write the exits-per-IPI table.
 func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
+	b, out, err := parseBenchIPIFlags(args, stderr)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	tab, err := b.run()
+	if err != nil {
+		return 0, err
+	}
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
+		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
+		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeReport(out, tab); err != nil {
+		return 0, err
+	}
+	tab.WriteMatrix(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
+	return 0, nil
+}
+
+// parseBenchIPIFlags reads bench-ipi's command line into the benchmark
+// and the report's directory, and reads the guest.
+func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, error) {
 	fs := flag.NewFlagSet("bench-ipi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cpus := fs.Int("cpus", 65, "vCPUs of each VM (1 to 1024; xAPIC modes need 255 or fewer)")
@@ -91,57 +117,41 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return 0, err
+		return nil, "", err
 	}
 	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
+		return nil, "", fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
 	}
-	b := ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
+	b := &ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
 	if b.cpus < 2 || b.cpus > 1024 {
-		return 0, fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
+		return nil, "", fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
 	}
 	if b.rounds < 1 {
-		return 0, fmt.Errorf("--rounds must be at least 1")
+		return nil, "", fmt.Errorf("--rounds must be at least 1")
 	}
 	for _, m := range strings.Split(*modeList, ",") {
 		m = strings.TrimSpace(m)
 		if _, ok := ipiBenchModes[m]; !ok {
-			return 0, fmt.Errorf("--modes: unknown mode %q", m)
+			return nil, "", fmt.Errorf("--modes: unknown mode %q", m)
 		}
 		b.modes = append(b.modes, m)
 	}
 	for _, d := range strings.Split(*delList, ",") {
 		d = strings.TrimSpace(d)
 		if !ipiDeliveries[d] {
-			return 0, fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
+			return nil, "", fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
 		}
 		b.deliveries = append(b.deliveries, d)
 	}
 	var err error
 	if b.dests, err = intList(*destList, 1, 1023, "--dests: %q is not a destination count from 1 to 1023"); err != nil {
-		return 0, err
+		return nil, "", err
 	}
 	sort.Ints(b.dests)
 	if b.guest, err = os.ReadFile(*guest); err != nil {
-		return 0, fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
+		return nil, "", fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
 	}
-	start := time.Now()
-	tab, err := b.run()
-	if err != nil {
-		return 0, err
-	}
-	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
-		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
-		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeReport(*out, tab); err != nil {
-		return 0, err
-	}
-	tab.WriteMatrix(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", *out)
-	return 0, nil
+	return b, *out, nil
 }
 
 func joinInts(v []int) string {
