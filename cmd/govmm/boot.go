@@ -61,9 +61,7 @@ type bootOptions struct {
 	mem, mode, kernel, initrd, appendArgs, jsonOut, exec string
 	timeout                                              time.Duration
 	quiet, pv, pveoi, avic, decomp                       bool
-	dash                                                 dashFlags
-	hostFlags                                            func(*vmm.Config) error
-	conIn                                                consoleFlag
+	vmFlags
 }
 
 // parseBootFlags reads boot's command line.
@@ -83,16 +81,10 @@ func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	fs.BoolVar(&o.pv, "pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
 	fs.BoolVar(&o.pveoi, "pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
 	fs.BoolVar(&o.avic, "avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
-	o.dash = addDashFlags(fs)
-	o.hostFlags = addHostFlags(fs)
-	o.conIn = addConsoleFlag(fs)
+	o.vmFlags = addVMFlags(fs)
 	fs.StringVar(&o.exec, "exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	fs.BoolVar(&o.decomp, "decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, consoleHelp)
-	}
+	fs.Usage = vmUsage(fs, stderr, "usage: govmm boot [flags]")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -57,12 +57,10 @@ type runOptions struct {
 	x2, nox2, iommu, pv, pveoi, avic bool
 	quiet                            bool
 	timeout                          time.Duration
-	dash                             dashFlags
-	hostFlags                        func(*vmm.Config) error
-	conIn                            consoleFlag
-	mods                             moduleFlag
-	kernelPath                       string   // the KERNEL argument
-	guestArgs                        []string // the ARGS after it
+	vmFlags
+	mods       moduleFlag
+	kernelPath string   // the KERNEL argument
+	guestArgs  []string // the ARGS after it
 }
 
 // parseRunFlags reads run's command line.
@@ -82,15 +80,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the guest after this long (0: never)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the accounting table")
 	fs.StringVar(&o.kvmPath, "kvm", "/dev/kvm", "KVM device")
-	o.dash = addDashFlags(fs)
-	o.hostFlags = addHostFlags(fs)
-	o.conIn = addConsoleFlag(fs)
+	o.vmFlags = addVMFlags(fs)
 	fs.Var(&o.mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, consoleHelp)
-	}
+	fs.Usage = vmUsage(fs, stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
