@@ -9,22 +9,35 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps guests build run shell ustress run-baremetal storm bench-ipi boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps test-deps guests build run shell ustress run-baremetal storm bench-ipi boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
-# Debian packages the build and tests use (gcc/binutils build the guests and
-# the KVM ABI probe; acpica-tools' iasl/acpiexec check the ACPI tables;
+# Debian packages, installed only when missing. BUILD_DEBS are what the
+# main job ('make run': govmm, the guests, the guest kernel, the initramfs)
+# needs: gcc/binutils/make build the guests (the kernel's own build
+# dependencies are guest/linux/build.sh's). TEST_DEBS are the tests' alone:
+# gcc checks the KVM ABI; acpica-tools' iasl/acpiexec check the ACPI tables;
 # chromium renders the dashboard in the browser test; xz-utils, lz4, zstd
-# and bzip2 make the kernel-payload round trips the loader tests check).
-# Installed only when missing.
-DEBS := gcc binutils make acpica-tools chromium xz-utils lz4 zstd bzip2
-deps: $(CACHE)/.deps
-$(CACHE)/.deps: Makefile
-	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# and bzip2 make the kernel-payload round trips the loader tests check.
+BUILD_DEBS := gcc binutils make
+TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2
+
+# install-missing installs those of the packages $(1) that are missing,
+# then touches the target (a stamp under $(CACHE)).
+define install-missing
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	@mkdir -p $(CACHE) && touch $@
+endef
+
+deps: $(CACHE)/.deps
+$(CACHE)/.deps: Makefile
+	$(call install-missing,$(BUILD_DEBS))
+test-deps: $(CACHE)/.test-deps
+$(CACHE)/.test-deps: Makefile
+	$(call install-missing,$(TEST_DEBS))
 
 guests: deps
 	@$(MAKE) -s -C guest/baremetal OUT=$(GUESTS)
@@ -142,7 +155,7 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
-test: build guests initramfs kernel debian-kernel vet
+test: test-deps build guests initramfs kernel debian-kernel vet
 	$(GO) test -race -count=1 -timeout 75m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 

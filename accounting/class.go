@@ -12,9 +12,10 @@ type Class uint8
 
 const (
 	// ClassICR: the LAPIC interrupt command register, ICR and ICR2 (APIC
-	// registers 0x30, 0x31), read or written. An xAPIC IPI costs three of
-	// them (the ICR idle read, the ICR2 write, the ICR write), an x2APIC
-	// one (the ICR WRMSR; x2APIC has no ICR2).
+	// registers 0x30, 0x31), read or written: three per ICR write in xAPIC
+	// mode (the ICR idle read, the ICR2 write, the ICR write), one in
+	// x2APIC mode (the ICR WRMSR; x2APIC has no ICR2). What an IPI costs in
+	// each destination mode is package ipicost.
 	ClassICR Class = iota
 	// ClassSelfIPI: the x2APIC SELF_IPI register (0x3F).
 	ClassSelfIPI

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
-	"github.com/govmm/govmm/vmm"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -49,8 +49,8 @@ func (f *fakeSource) CPUs() []CPUView {
 	return out
 }
 
-func (f *fakeSource) Phases() []vmm.PhaseRecord {
-	return []vmm.PhaseRecord{{Name: "first console line", At: time.Second, Exits: 10}}
+func (f *fakeSource) Phases() []linuxguest.PhaseRecord {
+	return []linuxguest.PhaseRecord{{Name: "first console line", At: time.Second, Exits: 10}}
 }
 
 func (f *fakeSource) Info() Info {

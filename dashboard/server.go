@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
-	"github.com/govmm/govmm/vmm"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -179,7 +179,7 @@ func (s *Server) State() State {
 		st.UptimeS = now.Sub(info.Started).Seconds()
 	}
 	if st.Phases == nil {
-		st.Phases = []vmm.PhaseRecord{}
+		st.Phases = []linuxguest.PhaseRecord{}
 	}
 	if n := len(st.Phases); n > 0 {
 		st.Phase = st.Phases[n-1].Name

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
 )
@@ -26,7 +27,7 @@ import (
 type Source interface {
 	Report() accounting.Report
 	CPUs() []CPUView
-	Phases() []vmm.PhaseRecord
+	Phases() []linuxguest.PhaseRecord
 	Info() Info
 }
 
@@ -52,7 +53,7 @@ type Info struct {
 // VMSource adapts a running VM. con is the console the VM was built with
 // (its boot milestones become the phases); nil for guests without one.
 // info.CPUs defaults to the VM's vCPU count and info.Started to now.
-func VMSource(vm *vmm.VM, con *vmm.Console, info Info) Source {
+func VMSource(vm *vmm.VM, con *linuxguest.Console, info Info) Source {
 	if info.CPUs == 0 {
 		info.CPUs = len(vm.VCPUs())
 	}
@@ -68,7 +69,7 @@ func VMSource(vm *vmm.VM, con *vmm.Console, info Info) Source {
 
 type vmSource struct {
 	vm   *vmm.VM
-	con  *vmm.Console
+	con  *linuxguest.Console
 	info Info
 }
 
@@ -86,7 +87,7 @@ func (s vmSource) CPUs() []CPUView {
 	return out
 }
 
-func (s vmSource) Phases() []vmm.PhaseRecord {
+func (s vmSource) Phases() []linuxguest.PhaseRecord {
 	if s.con == nil {
 		return nil
 	}

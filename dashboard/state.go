@@ -6,23 +6,23 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
-	"github.com/govmm/govmm/vmm"
 )
 
 // State is the body of GET /api/v1/state. Counters are live (read at the
 // request); rates (…_per_sec) are over the last sampling interval;
 // exits_per_ipi is attributed up to the last sample (see ipicost.go).
 type State struct {
-	Time        time.Time         `json:"time"`
-	UptimeS     float64           `json:"uptime_s"`
-	IntervalS   float64           `json:"interval_s"` // the interval the rates are over; 0 before two samples
-	Info        Info              `json:"info"`
-	Phase       string            `json:"phase"` // the last boot milestone reached, "" if none
-	Phases      []vmm.PhaseRecord `json:"phases"`
-	CPUs        []CPUState        `json:"cpus"`
-	Total       Counters          `json:"total"`
-	ExitsPerIPI []IPICost         `json:"exits_per_ipi"`
+	Time        time.Time                `json:"time"`
+	UptimeS     float64                  `json:"uptime_s"`
+	IntervalS   float64                  `json:"interval_s"` // the interval the rates are over; 0 before two samples
+	Info        Info                     `json:"info"`
+	Phase       string                   `json:"phase"` // the last boot milestone reached, "" if none
+	Phases      []linuxguest.PhaseRecord `json:"phases"`
+	CPUs        []CPUState               `json:"cpus"`
+	Total       Counters                 `json:"total"`
+	ExitsPerIPI []IPICost                `json:"exits_per_ipi"`
 	// Unattributed ICR exits (no IPI sent in their interval) and receiver
 	// exits (no delivery in their interval).
 	UnattributedSenderExits   float64                    `json:"unattributed_sender_exits"`

@@ -35,7 +35,7 @@ const (
 
 type liveVM struct {
 	vm     *vmm.VM
-	con    *syncBuffer
+	con    *vmm.ConsoleLog
 	srv    *dashboard.Server
 	url    string
 	result chan vmm.Result
@@ -47,7 +47,7 @@ type liveVM struct {
 func ipiRounds(t *testing.T, img []byte, d time.Duration) int {
 	const probe = 200
 	vm, err := vmm.New(vmm.Config{CPUs: 4, Kernel: img, Cmdline: fmt.Sprintf("mode=x2apic-cluster rounds=%d", probe),
-		Console: &syncBuffer{}})
+		Console: &vmm.ConsoleLog{}})
 	if err != nil {
 		t.Fatalf("vmm.New: %v", err)
 	}
@@ -71,7 +71,7 @@ func startLiveVM(t *testing.T) *liveVM {
 		t.Fatal(err)
 	}
 	rounds := ipiRounds(t, img, liveFor)
-	con := &syncBuffer{}
+	con := &vmm.ConsoleLog{}
 	cmdline := fmt.Sprintf("mode=x2apic-cluster rounds=%d", rounds)
 	vm, err := vmm.New(vmm.Config{CPUs: 4, Kernel: img, Cmdline: cmdline, Console: con, IOMMU: true})
 	if err != nil {

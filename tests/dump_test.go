@@ -21,7 +21,7 @@ func TestDumpNamesGuestCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var con, dump syncBuffer
+	var con, dump vmm.ConsoleLog
 	vm, err := vmm.New(vmm.Config{CPUs: 2, Kernel: img, Console: &con, IOMMU: true, Cmdline: "mode=x2apic-phys count=100000000"})
 	if err != nil {
 		t.Fatal(err)

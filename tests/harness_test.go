@@ -3,11 +3,9 @@
 package tests
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,24 +41,6 @@ func needKVM(t testing.TB) {
 		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
 	}
 	f.Close()
-}
-
-// syncBuffer is a console that several vCPU threads may write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // guestRun is one finished guest.
@@ -133,7 +113,7 @@ func runGuestRaw(t *testing.T, name string, cfg vmm.Config, timeout time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	var con syncBuffer
+	var con vmm.ConsoleLog
 	cfg.Kernel, cfg.KernelPath, cfg.Console = img, path, &con
 	vm, err := vmm.New(cfg)
 	if err != nil {

@@ -8,12 +8,10 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
 )
-
-// ipiModes are the destination modes ipi.elf exercises.
-var ipiModes = []string{"xapic-phys", "xapic-flat", "xapic-cluster", "x2apic-phys", "x2apic-cluster", "pv"}
 
 const rounds = 2
 
@@ -30,34 +28,14 @@ type ipiExpect struct {
 	spinners int
 }
 
+// expectFor is ipiExpect in mode on n vCPUs, from the cost model
+// (package ipicost).
 func expectFor(mode string, n int) ipiExpect {
-	e := ipiExpect{x2: strings.HasPrefix(mode, "x2apic") || mode == "pv"}
-	switch mode {
-	case "xapic-flat":
-		e.members = min(n, 8) - 1 // flat logical: 8 LDR bits
-	case "xapic-cluster":
-		e.members = min(n, 60) - 1 // 15 clusters of 4
-	default:
-		e.members = n - 1
-	}
+	e := ipiExpect{x2: ipicost.X2APIC(mode), members: ipicost.Members(mode, n)}
 	p := e.members
-	e.icr[1] = rounds * p // one ICR write per unicast IPI
-	perRound := 0
-	switch {
-	case p == 0:
-	case mode == "pv":
-		perRound = 1 // one trap names every AP
-	case strings.HasSuffix(mode, "-phys"):
-		perRound = p // physical: one ICR per destination
-	case mode == "xapic-flat":
-		perRound = 1 // one ICR names all 8 bits
-	case mode == "xapic-cluster":
-		perRound = p/4 + 1 // one per 4-CPU cluster holding members
-	case mode == "x2apic-cluster":
-		perRound = p/16 + 1 // one per 16-CPU cluster
-	}
-	e.icr[2] = rounds * perRound
-	e.icr[3] = rounds * 2 // all-excluding-self shorthand + broadcast destination
+	e.icr[1] = rounds * p                     // one ICR write per unicast IPI
+	e.icr[2] = rounds * ipicost.ICRs(mode, p) // one multicast to every member
+	e.icr[3] = rounds * 2                     // all-excluding-self shorthand + broadcast destination
 	e.spinners = min(p, 3)
 	e.icr[4], e.icr[5] = e.spinners, e.spinners
 	return e
@@ -84,7 +62,7 @@ func TestIPIExitCounts(t *testing.T) { testIPIExitCounts(t, false) }
 func TestIPIExitCountsAVIC(t *testing.T) { testIPIExitCounts(t, true) }
 
 func testIPIExitCounts(t *testing.T, avic bool) {
-	for _, mode := range ipiModes {
+	for _, mode := range ipicost.Modes {
 		for _, n := range cpuCounts {
 			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
 				e := expectFor(mode, n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -20,13 +21,13 @@ import (
 // reaches its u-root shell (every host with govmm's kernel: on emulating
 // ones through the SYSCALL doorbell), the script's steps are typed into it
 // and it must end by powering off; with no steps it is just powered off.
-func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...vmm.ScriptStep) *linuxRun {
+func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, steps ...linuxguest.ScriptStep) *linuxRun {
 	t.Helper()
 	return bootLinuxEdit(t, kernel, govmmKernel, mode, cpus, pvIPI, nil, steps...)
 }
 
 // bootLinuxEdit is bootLinux with a last say on the VM's configuration.
-func bootLinuxEdit(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...vmm.ScriptStep) *linuxRun {
+func bootLinuxEdit(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...linuxguest.ScriptStep) *linuxRun {
 	t.Helper()
 	lr, err := bootLinuxOnce(t, kernel, govmmKernel, mode, cpus, pvIPI, edit, steps...)
 	if err == nil {
@@ -66,7 +67,7 @@ func userSpaceCrash(log string) string {
 
 // bootLinuxOnce is one boot of bootLinux: set-up problems end the test,
 // what the guest did wrong is returned (with the run, for its console).
-func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...vmm.ScriptStep) (*linuxRun, error) {
+func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...linuxguest.ScriptStep) (*linuxRun, error) {
 	t.Helper()
 	needKVM(t)
 	img, err := os.ReadFile(kernel)
@@ -86,15 +87,15 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	if govmmKernel {
 		extra = "ignore_loglevel"
 	}
-	cfg, m, err := vmm.LinuxConfig(mode, cpus, govmmKernel, pvIPI, extra)
+	cfg, m, err := linuxguest.VMConfig(mode, cpus, govmmKernel, pvIPI, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
-	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
+	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
 	if len(steps) == 0 {
-		steps = vmm.ShellCommands()
+		steps = linuxguest.ShellCommands()
 	}
-	script, err := vmm.NewConsoleScript(con, steps...)
+	script, err := linuxguest.NewConsoleScript(con, steps...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	t.Cleanup(vm.Close)
 	res := vm.Run(40 * time.Minute)
 	script.Close()
-	st := vmm.ParseLinuxLog(con.Log())
+	st := linuxguest.ParseLog(con.Log())
 	lr := &linuxRun{st, vm, res, con.Log()}
 	if err := st.Verify(m, cpus, pvIPI); err != nil {
 		return lr, fmt.Errorf("%v (ended by %s: %v)\n%s", err, res.How, res.Err, consoleExcerpt(con.Log()))
@@ -127,7 +128,7 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 		if res.How != "poweroff" {
 			return lr, fmt.Errorf("the guest ended by %s (%v), want poweroff\n%s", res.How, res.Err, consoleExcerpt(con.Log()))
 		}
-		if d, n, ok := vmm.UserStartup(con.Reached()); ok {
+		if d, n, ok := linuxguest.UserStartup(con.Reached()); ok {
 			t.Logf("user space: /init to shell prompt in %v, %d SYSCALLs through the doorbell (%.0f/s)",
 				d.Round(time.Millisecond), n, float64(n)/d.Seconds())
 		}
@@ -140,7 +141,7 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 // linuxRun is what a Linux boot left: the kernel's log parsed, the VM (for
 // its accounting), how it ended, and the whole console.
 type linuxRun struct {
-	st  vmm.LinuxState
+	st  linuxguest.State
 	vm  *vmm.VM
 	res vmm.Result
 	log string
@@ -243,7 +244,7 @@ func tail(s string, n int) string {
 func TestBootGovmmKernelPV(t *testing.T) {
 	noTSCDeadline := func(c *vmm.Config) { c.TSCDeadline = hostprobe.Off }
 	lr := bootLinuxEdit(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true, noTSCDeadline,
-		vmm.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
+		linuxguest.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
 			"ipibench -storm -n 200", `govmm counted \d+ IPIs`)...)
 	vm := lr.vm
 	if tot := vm.Accounting().Report().Total; tot.ByCause["msr_tsc_deadline_write"] != 0 || tot.ByCause["msr_x2apic_timer_icr_write"] == 0 {
@@ -305,7 +306,7 @@ func TestBootGovmmKernel(t *testing.T) {
 			// In the shell: arithmetic (so the echoed command line cannot
 			// match), then govmm's irqstat (a Go program reading /proc).
 			lr := bootLinux(t, kernel, true, mode, 2, false,
-				vmm.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`,
+				linuxguest.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`,
 					"ipibench -storm -n 100", `govmm counted \d+ IPIs`)...)
 			checkStorm(t, lr, 2, 100)
 			vm := lr.vm

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/loader"
@@ -80,7 +81,10 @@ type Config struct {
 	RunDecompressor bool
 	Cmdline         string
 	Modules         []loader.Module
-	Console         io.Writer // the serial port's output
+	// Console is the serial port's output. An AccountingWatcher (the
+	// Linux harness's console, linuxguest.Console) is also given the VM's
+	// accounting.
+	Console io.Writer
 	// ConsoleInput, if set, is the serial port's input: Run pumps it into
 	// the UART's receive FIFO (devices.Serial.Pump) until it ends or the VM
 	// stops. EOF ends input only; the guest keeps running. Run does not close
@@ -133,4 +137,12 @@ func checkDoorbell(d Doorbell, emulates bool) error {
 		return errors.New("--syscall-doorbell=on: this host runs guest kernel code with VT-x/AMD-V (govmm host), where SYSCALL needs no doorbell and the trampoline would fault at CPL0")
 	}
 	return nil
+}
+
+// AccountingWatcher is a console that stamps what the guest prints with
+// the VM's exit counts at that moment (linuxguest.Console: the exits at
+// each boot milestone). The interface keeps vmm free of the harness, which
+// imports vmm.
+type AccountingWatcher interface {
+	WatchAccounting(*accounting.VM)
 }

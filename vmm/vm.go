@@ -140,8 +140,8 @@ func New(cfg Config) (vm *VM, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the kernel: %w", err)
 	}
-	if c, ok := cfg.Console.(*Console); ok {
-		c.attach(vm.acct)
+	if w, ok := cfg.Console.(AccountingWatcher); ok {
+		w.WatchAccounting(vm.acct)
 	}
 	if err = vm.createVCPUs(boot); err != nil {
 		return nil, err

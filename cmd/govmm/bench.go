@@ -14,6 +14,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -98,13 +99,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 
 func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration) ([]benchreport.Row, error) {
 	bm := benchModes[mode]
-	cfg, lm, err := vmm.LinuxConfig(bm.apic, cpus, true, bm.pvIPI, fmt.Sprintf("govmm.ipibench=%d", ops))
+	cfg, lm, err := linuxguest.VMConfig(bm.apic, cpus, true, bm.pvIPI, fmt.Sprintf("govmm.ipibench=%d", ops))
 	if err != nil {
 		return nil, err
 	}
-	con := vmm.NewConsole(nil, vmm.LinuxMilestones)
+	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
 	// The benchmark runs before /init; at the shell, power off.
-	script, err := vmm.NewConsoleScript(con, vmm.ShellCommands()...)
+	script, err := linuxguest.NewConsoleScript(con, linuxguest.ShellCommands()...)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 	defer vm.Close()
 	res := vm.Run(timeout)
 	log := con.Log()
-	st := vmm.ParseLinuxLog(log)
+	st := linuxguest.ParseLog(log)
 	if err := st.Verify(lm, cpus, bm.pvIPI); err != nil {
 		return nil, fmt.Errorf("%v (ended by %s: %v)", err, res.How, res.Err)
 	}

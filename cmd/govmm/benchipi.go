@@ -14,24 +14,23 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vmm"
 )
 
-// ipiBenchModes are the table's modes: the ipi.elf mode= each one runs and
-// whether the VM offers x2APIC. "mixed" (IPIs cluster-addressed, device
-// interrupts physical) has no device interrupts in a bare-metal guest: its
-// IPIs take the x2APIC cluster ICR path, so it runs mode=x2apic-cluster.
-var ipiBenchModes = map[string]struct {
-	guest string
-	x2    bool
-}{
-	"xapic-phys":     {"xapic-phys", false},
-	"xapic-flat":     {"xapic-flat", false},
-	"xapic-cluster":  {"xapic-cluster", false},
-	"x2apic-phys":    {"x2apic-phys", true},
-	"x2apic-cluster": {"x2apic-cluster", true},
-	"mixed":          {"x2apic-cluster", true},
-	"pv":             {"pv", true},
+// ipiBenchModes are the table's modes and the ipi.elf mode= each one runs
+// (ipicost.X2APIC says whether the VM offers x2APIC). "mixed" (IPIs
+// cluster-addressed, device interrupts physical) has no device interrupts
+// in a bare-metal guest: its IPIs take the x2APIC cluster ICR path, so it
+// runs mode=x2apic-cluster.
+var ipiBenchModes = map[string]string{
+	"xapic-phys":     "xapic-phys",
+	"xapic-flat":     "xapic-flat",
+	"xapic-cluster":  "xapic-cluster",
+	"x2apic-phys":    "x2apic-phys",
+	"x2apic-cluster": "x2apic-cluster",
+	"mixed":          "x2apic-cluster",
+	"pv":             "pv",
 }
 
 // ipiDeliveries are the delivery paths: plain, plain with the guest using
@@ -39,17 +38,13 @@ var ipiBenchModes = map[string]struct {
 // which implies PV EOI; the guest uses it).
 var ipiDeliveries = map[string]bool{"plain": true, "pveoi": true, "avic": true}
 
-const ipiBenchNote = `Cells: **sender exits per IPI / exits per receiving CPU**. The sender is
+var ipiBenchNote = `Cells: **sender exits per IPI / exits per receiving CPU**. The sender is
 the BSP; an IPI is one unicast send or one multicast to all its destinations
 (APIC IDs 1..N), however many ICR writes the mode needs for it. A receiver's
 figure is its exits in the section divided by the IPIs it received; the
 receivers halt between IPIs, so each delivery wakes a halted CPU (one HLT
 exit, no kick). A receiver's HLT exit is counted at the wake-up that ends
-it (its last halt in a section may otherwise fall after the section). Minimum (docs/apic-reference.md, from the guest code): sender, per ICR
-write, 3 exits in xAPIC (ICR idle read, ICR2, ICR) and 1 WRMSR in x2APIC;
-ICR writes per IPI: physical N, xAPIC flat 1, xAPIC cluster ceil(N/4),
-x2APIC cluster ceil(N/16), PV 1 (govmm's send-IPI MSR covers 4096 APIC IDs).
-Receiver: 1 EOI exit (0 with PV EOI) + 1 HLT per wake. [n] marks a figure
+it (its last halt in a section may otherwise fall after the section). ` + ipicost.Summary + ` [n] marks a figure
 above its minimum, with the reason below. **mixed** sends IPIs
 cluster-addressed while device interrupts stay physical; a bare-metal guest
 has no device interrupts here, so mixed is the x2APIC cluster ICR path
@@ -80,6 +75,32 @@ func ipiGuestPath() string {
 // cmdBenchIPI is 'govmm bench-ipi': run ipi.elf once per mode, delivery
 // path and multicast destination count, and write the exits-per-IPI table.
 func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
+	b, out, err := parseBenchIPIFlags(args, stderr)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	tab, err := b.run()
+	if err != nil {
+		return 0, err
+	}
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
+		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
+		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeReport(out, tab); err != nil {
+		return 0, err
+	}
+	tab.WriteMatrix(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
+	return 0, nil
+}
+
+// parseBenchIPIFlags reads bench-ipi's command line into the benchmark
+// and the report's directory, and reads the guest.
+func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, error) {
 	fs := flag.NewFlagSet("bench-ipi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cpus := fs.Int("cpus", 65, "vCPUs of each VM (1 to 1024; xAPIC modes need 255 or fewer)")
@@ -96,57 +117,41 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return 0, err
+		return nil, "", err
 	}
 	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
+		return nil, "", fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
 	}
-	b := ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
+	b := &ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
 	if b.cpus < 2 || b.cpus > 1024 {
-		return 0, fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
+		return nil, "", fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
 	}
 	if b.rounds < 1 {
-		return 0, fmt.Errorf("--rounds must be at least 1")
+		return nil, "", fmt.Errorf("--rounds must be at least 1")
 	}
 	for _, m := range strings.Split(*modeList, ",") {
 		m = strings.TrimSpace(m)
 		if _, ok := ipiBenchModes[m]; !ok {
-			return 0, fmt.Errorf("--modes: unknown mode %q", m)
+			return nil, "", fmt.Errorf("--modes: unknown mode %q", m)
 		}
 		b.modes = append(b.modes, m)
 	}
 	for _, d := range strings.Split(*delList, ",") {
 		d = strings.TrimSpace(d)
 		if !ipiDeliveries[d] {
-			return 0, fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
+			return nil, "", fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
 		}
 		b.deliveries = append(b.deliveries, d)
 	}
 	var err error
 	if b.dests, err = intList(*destList, 1, 1023, "--dests: %q is not a destination count from 1 to 1023"); err != nil {
-		return 0, err
+		return nil, "", err
 	}
 	sort.Ints(b.dests)
 	if b.guest, err = os.ReadFile(*guest); err != nil {
-		return 0, fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
+		return nil, "", fmt.Errorf("cannot read the IPI guest (run 'make guests'): %w", err)
 	}
-	start := time.Now()
-	tab, err := b.run()
-	if err != nil {
-		return 0, err
-	}
-	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
-		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
-		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeReport(*out, tab); err != nil {
-		return 0, err
-	}
-	tab.WriteMatrix(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", *out)
-	return 0, nil
+	return b, *out, nil
 }
 
 func joinInts(v []int) string {
@@ -163,13 +168,13 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 	tab := &benchreport.IPITable{Emulating: vmm.HostEmulates()}
 	total, i := len(b.modes)*len(b.deliveries)*len(b.dests), 0
 	for _, m := range b.modes {
-		gm := ipiBenchModes[m]
-		members := ipiMembers(gm.guest, b.cpus)
+		guest := ipiBenchModes[m]
+		members := ipicost.Members(guest, b.cpus)
 		for _, del := range b.deliveries {
 			row := func(kind string, dests int) benchreport.IPIRow {
-				return benchreport.IPIRow{Mode: m, GuestMode: gm.guest, Delivery: del, Kind: kind, Dests: dests, CPUs: b.cpus}
+				return benchreport.IPIRow{Mode: m, GuestMode: guest, Delivery: del, Kind: kind, Dests: dests, CPUs: b.cpus}
 			}
-			if !gm.x2 && b.cpus > 255 {
+			if !ipicost.X2APIC(guest) && b.cpus > 255 {
 				why := fmt.Sprintf("%s needs 255 vCPUs or fewer (xAPIC IDs stop at 254)", m)
 				r := row("unicast", 1)
 				r.Skipped = why
@@ -188,7 +193,7 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 				i++
 				if d > members {
 					r := row("multicast", d)
-					r.Skipped = fmt.Sprintf("%s on %d vCPUs has %d APs to address (%s)", gm.guest, b.cpus, members, memberRule(gm.guest))
+					r.Skipped = fmt.Sprintf("%s on %d vCPUs has %d APs to address (%s)", guest, b.cpus, members, ipicost.MemberRule(guest))
 					tab.Rows = append(tab.Rows, r)
 					fmt.Fprintf(b.progress, "[%d/%d] %s %s dests=%d: skipped, %s\n", i, total, m, del, d, r.Skipped)
 					continue
@@ -223,15 +228,15 @@ var reIPISummary = regexp.MustCompile(`# summary mode=(\S+) cpus=(\d+) rounds=(\
 // one runs ipi.elf once and fills the unicast (section 1) and multicast
 // (section 2) rows.
 func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, benchreport.IPIRow, error) {
-	gm := ipiBenchModes[uni.Mode]
-	cmdline := fmt.Sprintf("mode=%s rounds=%d dests=%d", gm.guest, b.rounds, multi.Dests)
+	guest := ipiBenchModes[uni.Mode]
+	cmdline := fmt.Sprintf("mode=%s rounds=%d dests=%d", guest, b.rounds, multi.Dests)
 	if uni.Delivery != "plain" {
 		cmdline += " pveoi=1"
 	}
-	con := vmm.NewConsole(nil, nil)
+	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
 		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
-	if !gm.x2 {
+	if !ipicost.X2APIC(guest) {
 		cfg.X2APIC = vmm.X2APICOff
 	}
 	vm, err := vmm.New(cfg)
@@ -240,7 +245,7 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	}
 	defer vm.Close()
 	res := vm.Run(b.timeout)
-	log := con.Log()
+	log := con.String()
 	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS ipi") {
 		return uni, multi, fmt.Errorf("ipi.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
 	}
@@ -305,90 +310,14 @@ func (b *ipiBench) fill(r *benchreport.IPIRow, sec accounting.Section, ipis uint
 	return nil
 }
 
-// ipiMembers is how many APs ipi.elf can address in a mode: all but the
-// BSP, except in xAPIC logical modes (8 flat bits; 15 clusters of 4).
-func ipiMembers(guest string, cpus int) int {
-	switch guest {
-	case "xapic-flat":
-		return min(cpus, 8) - 1
-	case "xapic-cluster":
-		return min(cpus, 60) - 1
-	}
-	return cpus - 1
-}
-
-func memberRule(guest string) string {
-	switch guest {
-	case "xapic-flat":
-		return "flat logical IDs are 8 bits, one per CPU"
-	case "xapic-cluster":
-		return "xAPIC logical cluster: 15 clusters of 4, the BSP in cluster 0"
-	}
-	return "one per AP"
-}
-
-// accessesPerICR is the sender's exits per ICR write: xAPIC reads ICR
-// (idle), writes ICR2 and ICR; x2APIC and the PV MSR take one WRMSR.
-func accessesPerICR(guest string) int {
-	if strings.HasPrefix(guest, "xapic") {
-		return 3
-	}
-	return 1
-}
-
-// clusterSize is the logical cluster width of a mode (0: not clustered).
-func clusterSize(guest string) int {
-	switch guest {
-	case "xapic-cluster":
-		return 4
-	case "x2apic-cluster":
-		return 16
-	}
-	return 0
-}
-
-// ipiICRs is how many ICR writes ipi.elf makes for one IPI to APIC IDs
-// 1..dests: one per cluster the set touches in cluster modes.
-func ipiICRs(guest string, dests int) int {
-	switch {
-	case dests == 0:
-		return 0
-	case guest == "pv" || guest == "xapic-flat":
-		return 1
-	case clusterSize(guest) > 0:
-		return dests/clusterSize(guest) + 1 // clusters 0 .. dests/size
-	}
-	return dests
-}
-
-// minICRs is the fewest ICR writes any destination set of that size
-// needs (docs/apic-reference.md): a cluster-aligned set in cluster modes.
-func minICRs(guest string, dests int) int {
-	switch {
-	case dests == 0:
-		return 0
-	case guest == "pv":
-		return (dests-1)/4096 + 1 // one WRMSR per 4096-APIC-ID window
-	case guest == "xapic-flat":
-		return 1
-	case clusterSize(guest) > 0:
-		return (dests + clusterSize(guest) - 1) / clusterSize(guest)
-	}
-	return dests
-}
-
 // ipiMinimum sets r's minimum figures.
 func ipiMinimum(r *benchreport.IPIRow) {
-	k := accessesPerICR(r.GuestMode)
+	dests := r.Dests
 	if r.Kind == "unicast" {
-		r.SenderMin = float64(k)
-	} else {
-		r.SenderMin = float64(k * minICRs(r.GuestMode, r.Dests))
+		dests = 1
 	}
-	r.RecvMin = 1 // the HLT the receiver woke from
-	if r.Delivery == "plain" {
-		r.RecvMin++ // its EOI
-	}
+	r.SenderMin = ipicost.SenderMin(r.GuestMode, dests)
+	r.RecvMin = ipicost.ReceiverMin(r.Delivery != "plain")
 }
 
 // sendCause is true for the exits of the send path itself: ICR (and
@@ -426,12 +355,12 @@ func senderWhy(r benchreport.IPIRow, bsp accounting.Snapshot) string {
 	if r.IPIs == 0 {
 		return ""
 	}
-	k := accessesPerICR(r.GuestMode)
+	k := ipicost.ExitsPerICR(r.GuestMode)
 	var why []string
 	if r.Kind == "multicast" {
-		if got, least := ipiICRs(r.GuestMode, r.Dests), minICRs(r.GuestMode, r.Dests); got > least {
+		if got, least := ipicost.ICRs(r.GuestMode, r.Dests), ipicost.MinICRs(r.GuestMode, r.Dests); got > least {
 			why = append(why, fmt.Sprintf("APIC IDs 1..%d touch %d clusters of %d (cluster 0 also holds the BSP, ID 0): %d ICR writes, not ceil(%d/%d) = %d",
-				r.Dests, got, clusterSize(r.GuestMode), got, r.Dests, clusterSize(r.GuestMode), least))
+				r.Dests, got, ipicost.ClusterSize(r.GuestMode), got, r.Dests, ipicost.ClusterSize(r.GuestMode), least))
 		}
 	}
 	var sends uint64

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -29,153 +30,221 @@ func cacheDir() string {
 // cmdBoot is 'govmm boot': boot Linux on govmm's own APICs in one APIC mode
 // and report the boot phases, the mode the kernel chose and the exits.
 func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
+	o, err := parseBootFlags(args, stderr)
+	if err != nil {
+		return 0, err
+	}
+	b, err := o.prepare(stdout)
+	if err != nil {
+		return 0, err
+	}
+	defer b.close()
+	vm, err := vmm.New(b.cfg)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", b.kpath, err)
+	}
+	defer vm.Close()
+	res, err := runVM(vm, b.con, dashboard.Info{Mode: b.mode.Name, Kernel: b.kpath}, o.dash, b.in, o.timeout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	st := linuxguest.ParseLog(b.con.Log())
+	if err := o.report(stdout, vm, b, res, st); err != nil {
+		return 0, err
+	}
+	return 0, o.verdict(stdout, vm, b.mode, res, st)
+}
+
+// bootOptions is what 'govmm boot' was asked for.
+type bootOptions struct {
+	cpus                                                 int
+	mem, mode, kernel, initrd, appendArgs, jsonOut, exec string
+	timeout                                              time.Duration
+	quiet, pv, pveoi, avic, decomp                       bool
+	vmFlags
+}
+
+// parseBootFlags reads boot's command line.
+func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	fs := flag.NewFlagSet("boot", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cpus := fs.Int("cpus", 2, "number of vCPUs")
-	mem := fs.String("mem", "512M", "guest RAM")
-	mode := fs.String("x2apic", "cluster", "APIC mode: off (xAPIC), physical, cluster (with interrupt remapping) or mixed")
-	kernel := fs.String("kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
-	initrd := fs.String("initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
-	appendArgs := fs.String("append", "", "extra kernel command-line arguments")
-	timeout := fs.Duration("timeout", 30*time.Minute, "stop the guest after this long (0: never)")
-	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
-	quiet := fs.Bool("quiet", false, "do not echo the guest console")
-	pv := fs.Bool("pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
-	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
-	avic := fs.Bool("avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
-	dash := addDashFlags(fs)
-	hostFlags := addHostFlags(fs)
-	conIn := addConsoleFlag(fs)
-	execCmds := fs.String("exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
-	decomp := fs.Bool("decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm boot [flags]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, consoleHelp)
-	}
+	o := &bootOptions{}
+	fs.IntVar(&o.cpus, "cpus", 2, "number of vCPUs")
+	fs.StringVar(&o.mem, "mem", "512M", "guest RAM")
+	fs.StringVar(&o.mode, "x2apic", "cluster", "APIC mode: off (xAPIC), physical, cluster (with interrupt remapping) or mixed")
+	fs.StringVar(&o.kernel, "kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
+	fs.StringVar(&o.initrd, "initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
+	fs.StringVar(&o.appendArgs, "append", "", "extra kernel command-line arguments")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop the guest after this long (0: never)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not echo the guest console")
+	fs.BoolVar(&o.pv, "pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
+	fs.BoolVar(&o.pveoi, "pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
+	fs.BoolVar(&o.avic, "avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
+	o.vmFlags = addVMFlags(fs)
+	fs.StringVar(&o.exec, "exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
+	fs.BoolVar(&o.decomp, "decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
+	fs.Usage = vmUsage(fs, stderr, "usage: govmm boot [flags]")
 	if err := fs.Parse(args); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
+		return nil, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
 	}
-	in := &consoleInput{}
-	if *execCmds == "" {
+	return o, nil
+}
+
+// bootSetup is a boot ready to run: the VM's configuration, the APIC mode
+// it is for, the console watching the guest and the console input.
+type bootSetup struct {
+	cfg    vmm.Config
+	mode   linuxguest.Mode
+	kpath  string
+	con    *linuxguest.Console
+	in     *consoleInput
+	script *linuxguest.ConsoleScript // --exec; nil without
+}
+
+// close ends the --exec script, if any (when the VM has ended).
+func (b *bootSetup) close() {
+	if b.script != nil {
+		b.script.Close()
+	}
+}
+
+// prepare builds the boot: the console input, the mode's VM configuration
+// with the kernel and initramfs, the console echoing to stdout, and the
+// --exec script.
+func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
+	b := &bootSetup{in: &consoleInput{}}
+	if o.exec == "" {
 		var err error
-		if in, err = conIn.open(os.Stdin); err != nil {
-			return 0, err
+		if b.in, err = o.conIn.open(os.Stdin); err != nil {
+			return nil, err
 		}
 	}
-	cfg, m, err := vmm.LinuxConfig(*mode, *cpus, *kernel == "", *pv, *appendArgs)
-	if err != nil {
-		return 0, err
+	var err error
+	if b.cfg, b.mode, b.kpath, err = o.vmConfig(); err != nil {
+		return nil, err
 	}
-	size, err := parseSize(*mem)
-	if err != nil {
-		return 0, err
+	var out io.Writer = stdout
+	if o.quiet {
+		out = nil
 	}
-	kpath := *kernel
+	b.con = linuxguest.NewConsole(out, linuxguest.BootMilestones)
+	b.cfg.Console, b.cfg.RunDecompressor, b.cfg.PVEOI, b.cfg.AVIC = b.con, o.decomp, o.pveoi, o.avic
+	if err = o.hostFlags(&b.cfg); err != nil {
+		return nil, err
+	}
+	if b.cfg.Symbols, err = o.dash.symbols(); err != nil {
+		return nil, err
+	}
+	if o.exec != "" {
+		b.script, err = linuxguest.NewConsoleScript(b.con,
+			linuxguest.ScriptStep{Send: o.exec + "\n"}, linuxguest.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
+		if err != nil {
+			return nil, err
+		}
+		b.in.r = b.script
+	}
+	b.cfg.ConsoleInput = b.in.r
+	return b, nil
+}
+
+// vmConfig is the mode's VM configuration with the guest RAM, the kernel
+// (and where it was read from) and the initramfs.
+func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
+	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pv, o.appendArgs)
+	if err != nil {
+		return cfg, m, "", err
+	}
+	if cfg.MemSize, err = parseSize(o.mem); err != nil {
+		return cfg, m, "", err
+	}
+	kpath := o.kernel
 	if kpath == "" {
 		kpath = filepath.Join(cacheDir(), "linux", "vmlinux")
 	}
-	img, err := os.ReadFile(kpath)
-	if err != nil {
-		if *kernel == "" {
-			return 0, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel' or pass --kernel", err)
+	if cfg.Kernel, err = os.ReadFile(kpath); err != nil {
+		if o.kernel == "" {
+			return cfg, m, kpath, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel' or pass --kernel", err)
 		}
-		return 0, fmt.Errorf("cannot read kernel image: %w", err)
+		return cfg, m, kpath, fmt.Errorf("cannot read kernel image: %w", err)
 	}
-	var rd []byte
-	ipath := *initrd
+	ipath := o.initrd
 	if ipath == "" {
 		ipath = filepath.Join(cacheDir(), "initramfs.cpio")
 	}
-	if rd, err = os.ReadFile(ipath); err != nil && *initrd != "" {
-		return 0, fmt.Errorf("cannot read initramfs: %w", err)
+	if cfg.Initrd, err = os.ReadFile(ipath); err != nil && o.initrd != "" {
+		return cfg, m, kpath, fmt.Errorf("cannot read initramfs: %w", err)
 	}
-	var out io.Writer = stdout
-	if *quiet {
-		out = nil
-	}
-	con := vmm.NewConsole(out, vmm.LinuxMilestones)
-	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.Console, cfg.RunDecompressor, cfg.PVEOI, cfg.AVIC = size, img, rd, con, *decomp, *pveoi, *avic
-	if err = hostFlags(&cfg); err != nil {
-		return 0, err
-	}
-	if cfg.Symbols, err = dash.symbols(); err != nil {
-		return 0, err
-	}
-	if *execCmds != "" {
-		script, err := vmm.NewConsoleScript(con,
-			vmm.ScriptStep{Send: *execCmds + "\n"}, vmm.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
-		if err != nil {
-			return 0, err
-		}
-		defer script.Close()
-		in.r = script
-	}
-	cfg.ConsoleInput = in.r
-	vm, err := vmm.New(cfg)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", kpath, err)
-	}
-	defer vm.Close()
-	res, err := runVM(vm, con, dashboard.Info{Mode: m.Name, Kernel: kpath}, dash, in, *timeout, stderr)
-	if err != nil {
-		return 0, err
-	}
-	report := vm.Accounting().Report()
-	st := vmm.ParseLinuxLog(con.Log())
+	return cfg, m, kpath, nil
+}
 
-	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", *mode, *cpus,
-		cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
-	writePhases(stdout, con.Reached())
-	writeSyscalls(stdout, vm, con.Reached())
+// report prints how the boot went: the phases, the SYSCALL doorbell and
+// XSAVE traffic, the host answers used, what the kernel log says, the
+// accounting table (and its JSON, --json).
+func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm.Result, st linuxguest.State) error {
+	report := vm.Accounting().Report()
+	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", o.mode, o.cpus,
+		b.cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
+	writePhases(stdout, b.con.Reached())
+	writeSyscalls(stdout, vm, b.con.Reached())
 	writeXState(stdout, vm)
 	writeHostUsed(stdout, vm)
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
-	if *jsonOut != "" {
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		if err := report.WriteJSON(f); err != nil {
-			return 0, err
-		}
-	}
+	return writeJSONReport(o.jsonOut, report)
+}
+
+// verdict is boot's outcome: the guest ended by the user is a success
+// (what was not verified said on stdout); otherwise the kernel's log must
+// match the mode, and an error of the run fails it, except that on an
+// emulating host without the SYSCALL doorbell reaching /init is all that
+// can be verified.
+func (o *bootOptions) verdict(stdout io.Writer, vm *vmm.VM, m linuxguest.Mode, res vmm.Result, st linuxguest.State) error {
+	pvIPI := o.pv && o.kernel == ""
 	if user, err := stoppedBy(res.How); user || err != nil {
 		// Ctrl-A x is a success whatever the guest reached; say what was not verified.
 		if user {
-			if err := st.Verify(m, *cpus, *pv && *kernel == ""); err != nil {
+			if err := st.Verify(m, o.cpus, pvIPI); err != nil {
 				fmt.Fprintf(stdout, "govmm boot: not verified (ended by user): %v\n", err)
 			}
 		}
-		return 0, err
+		return err
 	}
 	if !st.InitRun && res.Err != nil {
-		return 0, fmt.Errorf("the guest did not reach /init: %w", res.Err)
+		return fmt.Errorf("the guest did not reach /init: %w", res.Err)
 	}
-	if err := st.Verify(m, *cpus, *pv && *kernel == ""); err != nil {
-		return 0, err
+	if err := st.Verify(m, o.cpus, pvIPI); err != nil {
+		return err
 	}
 	if vmm.HostEmulates() && !vm.SyscallDoorbell() && res.How != "poweroff" {
 		// What follows /init is user space, which cannot run here.
 		fmt.Fprintln(os.Stderr, "govmm: the guest reached /init; on this host KVM interprets guest kernel code and SYSCALL from guest user space is broken, so user space cannot run without --syscall-doorbell (docs/hosts.md): boot verified up to /init")
-		return 0, nil
+		return nil
 	}
-	if res.Err != nil {
-		return 0, res.Err
+	return res.Err
+}
+
+// writeJSONReport writes the accounting as JSON to path (--json), if set.
+func writeJSONReport(path string, report accounting.Report) error {
+	if path == "" {
+		return nil
 	}
-	return 0, nil
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return report.WriteJSON(f)
 }
 
 // writeSyscalls reports the SYSCALL doorbell's traffic from /init to the
 // shell's prompt (user space starting up, nobody typing), when govmm
 // offered it.
-func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
+func writeSyscalls(w io.Writer, vm *vmm.VM, ph []linuxguest.PhaseRecord) {
 	if !vm.SyscallDoorbell() {
 		return
 	}
@@ -184,7 +253,7 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []vmm.PhaseRecord) {
 	if f := byCause[accounting.CauseSyscallDoorbellForged.String()]; f > 0 {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d accesses that were not a SYSCALL refused (syscall_doorbell_forged: #GP(0) from user mode)\n", f)
 	}
-	d, k, ok := vmm.UserStartup(ph)
+	d, k, ok := linuxguest.UserStartup(ph)
 	if !ok {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d guest SYSCALLs completed by govmm\n", n)
 		return
@@ -242,7 +311,7 @@ func orNone(s string) string {
 
 // writePhases prints each milestone with its time and the exits of the
 // phase that ended there.
-func writePhases(w io.Writer, ph []vmm.PhaseRecord) {
+func writePhases(w io.Writer, ph []linuxguest.PhaseRecord) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "phase\tat\texits in phase\tline")
 	var prev uint64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/ksyms"
+	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -47,7 +48,7 @@ func (d dashFlags) symbols() (*ksyms.Table, error) {
 // start serves the dashboard of vm while it runs; the returned stop ends it.
 // Listening happens here so that a bad address is an error before the
 // guest starts.
-func (d dashFlags) start(vm *vmm.VM, con *vmm.Console, info dashboard.Info, stderr io.Writer) (func(), error) {
+func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, stderr io.Writer) (func(), error) {
 	if *d.addr == "" {
 		return func() {}, nil
 	}
@@ -66,7 +67,7 @@ func (d dashFlags) start(vm *vmm.VM, con *vmm.Console, info dashboard.Info, stde
 // dump and the console input (a terminal in raw mode, its escapes and
 // signals) around it: what run and boot share. The terminal is back in its
 // own mode when runVM returns.
-func runVM(vm *vmm.VM, con *vmm.Console, info dashboard.Info, d dashFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
+func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, d dashFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
 	stopDash, err := d.start(vm, con, info, stderr)
 	if err != nil {
 		return vmm.Result{}, err

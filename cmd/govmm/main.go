@@ -1,10 +1,13 @@
-// Command govmm runs virtual machines whose interrupt path (local APIC and,
-// later, IOAPIC, interrupt remapping and PV IPIs) lives in user space, and
-// accounts for every VM exit.
+// Command govmm runs virtual machines whose interrupt path (local APIC,
+// IOAPIC, interrupt remapping and PV IPIs) lives in user space, and
+// accounts for every VM exit. Its commands (usage below, flags in README.md):
 //
 //	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] [--console-input=auto|stdin|none] KERNEL [ARGS...]
-//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--console-input=auto|stdin|none]
+//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--exec CMDS] [--console-input=auto|stdin|none]
+//	govmm bench [--cpus N,...] [--modes off,physical,cluster,mixed,pv-ipi,...] [--ops N] [--out DIR]
 //	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--delivery plain,pveoi,avic] [--out DIR]
+//	govmm top [--url http://127.0.0.1:8411] [--once]
+//	govmm host [--json]
 //
 // The guest's serial console reads govmm's stdin when it is a terminal (in
 // raw mode; Ctrl-A x quits, Ctrl-A Ctrl-A sends Ctrl-A), a pipe or a file.

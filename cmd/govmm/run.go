@@ -18,89 +18,25 @@ import (
 // cmdRun is 'govmm run': boot a Multiboot kernel, wait for it to end, print
 // the accounting. The exit code is the guest's debug-exit status.
 func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cpus := fs.Int("cpus", 1, "number of vCPUs")
-	mem := fs.String("mem", "128M", "guest RAM (K, M, G suffixes)")
-	x2 := fs.Bool("x2apic", true, "advertise x2APIC in CPUID")
-	nox2 := fs.Bool("no-x2apic", false, "do not advertise x2APIC (xAPIC only)")
-	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit at 0xFED90000")
-	pv := fs.Bool("pv-ipi", true, "advertise govmm's paravirtual send-IPI (one exit per multicast)")
-	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm (edge EOIs without exits)")
-	avic := fs.Bool("avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
-	jsonOut := fs.String("json", "", "also write the accounting as JSON to this file")
-	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
-	quiet := fs.Bool("quiet", false, "do not print the accounting table")
-	kvmPath := fs.String("kvm", "/dev/kvm", "KVM device")
-	dash := addDashFlags(fs)
-	hostFlags := addHostFlags(fs)
-	conIn := addConsoleFlag(fs)
-	var mods moduleFlag
-	fs.Var(&mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, consoleHelp)
-	}
-	if err := fs.Parse(args); err != nil {
-		return 0, err
-	}
-	if fs.NArg() < 1 {
-		fs.Usage()
-		return 0, errors.New("run needs a KERNEL image")
-	}
-	size, err := parseSize(*mem)
+	o, err := parseRunFlags(args, stderr)
 	if err != nil {
 		return 0, err
 	}
-	in, err := conIn.open(os.Stdin)
+	cfg, in, err := o.vmConfig(stdout)
 	if err != nil {
-		return 0, err
-	}
-	kernelPath := fs.Arg(0)
-	kernel, err := os.ReadFile(kernelPath)
-	if err != nil {
-		return 0, fmt.Errorf("cannot read kernel image: %w", err)
-	}
-	cfg := vmm.Config{CPUs: *cpus, MemSize: size, Kernel: kernel, Modules: mods.mods,
-		Cmdline: strings.Join(fs.Args()[1:], " "), Console: stdout, KVMPath: *kvmPath, KernelPath: kernelPath, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi,
-		AVIC: *avic, ConsoleInput: in.r}
-	if *nox2 || !*x2 {
-		cfg.X2APIC = vmm.X2APICOff
-	}
-	if err = hostFlags(&cfg); err != nil {
-		return 0, err
-	}
-	if cfg.Symbols, err = dash.symbols(); err != nil {
 		return 0, err
 	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", kernelPath, err)
+		return 0, fmt.Errorf("%s: %w", o.kernelPath, err)
 	}
 	defer vm.Close()
-	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: kernelPath}, dash, in, *timeout, stderr)
+	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: o.kernelPath}, o.dash, in, o.timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
-	report := vm.Accounting().Report()
-	if stats, err := vm.KVMStats(); err == nil {
-		report.KVMStats = exitStats(stats)
-	}
-	if !*quiet {
-		fmt.Fprintf(stdout, "\ngovmm: guest ran %v\n", res.Duration.Round(time.Millisecond))
-		writeHostUsed(stdout, vm)
-		report.WriteTable(stdout)
-	}
-	if *jsonOut != "" {
-		f, err := os.Create(*jsonOut)
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		if err := report.WriteJSON(f); err != nil {
-			return 0, err
-		}
+	if err := o.report(stdout, vm, res); err != nil {
+		return 0, err
 	}
 	if user, err := stoppedBy(res.How); user {
 		fmt.Fprintln(stderr, "govmm: ended by user (Ctrl-A x)")
@@ -112,6 +48,95 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, res.Err
 	}
 	return res.Status, nil
+}
+
+// runOptions is what 'govmm run' was asked for.
+type runOptions struct {
+	cpus                             int
+	mem, jsonOut, kvmPath            string
+	x2, nox2, iommu, pv, pveoi, avic bool
+	quiet                            bool
+	timeout                          time.Duration
+	vmFlags
+	mods       moduleFlag
+	kernelPath string   // the KERNEL argument
+	guestArgs  []string // the ARGS after it
+}
+
+// parseRunFlags reads run's command line.
+func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &runOptions{}
+	fs.IntVar(&o.cpus, "cpus", 1, "number of vCPUs")
+	fs.StringVar(&o.mem, "mem", "128M", "guest RAM (K, M, G suffixes)")
+	fs.BoolVar(&o.x2, "x2apic", true, "advertise x2APIC in CPUID")
+	fs.BoolVar(&o.nox2, "no-x2apic", false, "do not advertise x2APIC (xAPIC only)")
+	fs.BoolVar(&o.iommu, "iommu", true, "add the VT-d interrupt-remapping unit at 0xFED90000")
+	fs.BoolVar(&o.pv, "pv-ipi", true, "advertise govmm's paravirtual send-IPI (one exit per multicast)")
+	fs.BoolVar(&o.pveoi, "pv-eoi", false, "advertise KVM's PV EOI, served by govmm (edge EOIs without exits)")
+	fs.BoolVar(&o.avic, "avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
+	fs.DurationVar(&o.timeout, "timeout", 0, "stop the guest after this long (0: never)")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the accounting table")
+	fs.StringVar(&o.kvmPath, "kvm", "/dev/kvm", "KVM device")
+	o.vmFlags = addVMFlags(fs)
+	fs.Var(&o.mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
+	fs.Usage = vmUsage(fs, stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return nil, errors.New("run needs a KERNEL image")
+	}
+	o.kernelPath, o.guestArgs = fs.Arg(0), fs.Args()[1:]
+	return o, nil
+}
+
+// vmConfig builds the VM's configuration, the console input with it.
+func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, error) {
+	size, err := parseSize(o.mem)
+	if err != nil {
+		return vmm.Config{}, nil, err
+	}
+	in, err := o.conIn.open(os.Stdin)
+	if err != nil {
+		return vmm.Config{}, nil, err
+	}
+	kernel, err := os.ReadFile(o.kernelPath)
+	if err != nil {
+		return vmm.Config{}, nil, fmt.Errorf("cannot read kernel image: %w", err)
+	}
+	cfg := vmm.Config{CPUs: o.cpus, MemSize: size, Kernel: kernel, Modules: o.mods.mods,
+		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu, PVIPI: o.pv, PVEOI: o.pveoi,
+		AVIC: o.avic, ConsoleInput: in.r}
+	if o.nox2 || !o.x2 {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	if err = o.hostFlags(&cfg); err != nil {
+		return vmm.Config{}, nil, err
+	}
+	if cfg.Symbols, err = o.dash.symbols(); err != nil {
+		return vmm.Config{}, nil, err
+	}
+	return cfg, in, nil
+}
+
+// report prints the run time, the host answers used and the accounting
+// table (unless --quiet), with KVM's own exit statistics; and writes the
+// JSON (--json).
+func (o *runOptions) report(stdout io.Writer, vm *vmm.VM, res vmm.Result) error {
+	report := vm.Accounting().Report()
+	if stats, err := vm.KVMStats(); err == nil {
+		report.KVMStats = exitStats(stats)
+	}
+	if !o.quiet {
+		fmt.Fprintf(stdout, "\ngovmm: guest ran %v\n", res.Duration.Round(time.Millisecond))
+		writeHostUsed(stdout, vm)
+		report.WriteTable(stdout)
+	}
+	return writeJSONReport(o.jsonOut, report)
 }
 
 // exitStats keeps KVM's statistics that count exits.

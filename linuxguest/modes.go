@@ -1,14 +1,22 @@
-package vmm
+// Package linuxguest is govmm's Linux guest harness: the VM configuration
+// that makes Linux pick each APIC mode, the kernel log read back to verify
+// it, the boot milestones watched on the console, and scripts typed into
+// the guest's u-root shell. 'govmm boot', 'govmm bench' and the Linux boot
+// tests use it; package vmm assembles the VMs (it loads a bzImage
+// but knows nothing of what Linux is told or prints).
+package linuxguest
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/govmm/govmm/vmm"
 )
 
-// LinuxMode is one of govmm boot's APIC modes: what the VM presents so that
+// Mode is one of govmm boot's APIC modes: what the VM presents so that
 // Linux picks that mode (docs/apic-reference.md), and the mode its log must then show.
-type LinuxMode struct {
+type Mode struct {
 	Name    string
 	X2APIC  bool     // CPUID advertises x2APIC
 	IOMMU   bool     // the VT-d unit (with EIM when X2APIC) and its DMAR table
@@ -18,8 +26,8 @@ type LinuxMode struct {
 	GovmmKernel bool
 }
 
-// LinuxModes are the modes of 'govmm boot --x2apic='.
-var LinuxModes = map[string]LinuxMode{
+// Modes are the modes of 'govmm boot --x2apic='.
+var Modes = map[string]Mode{
 	"off":      {Name: "off", Want: []string{"flat", "physflat"}},
 	"physical": {Name: "physical", X2APIC: true, Want: []string{"physical x2apic"}},
 	"cluster":  {Name: "cluster", X2APIC: true, IOMMU: true, Want: []string{"cluster x2apic"}},
@@ -27,36 +35,36 @@ var LinuxModes = map[string]LinuxMode{
 		GovmmKernel: true},
 }
 
-// LinuxBase is the command line govmm gives every Linux guest: the serial
+// BaseCmdline is the command line govmm gives every Linux guest: the serial
 // console, a reboot through the ACPI reset register, no lockup watchdog
 // (an interpreted guest is slow, not stuck).
-const LinuxBase = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 nowatchdog reboot=acpi"
+const BaseCmdline = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 nowatchdog reboot=acpi"
 
 // EmulatingHostCmdline keeps a kernel away from what an emulating host's
 // instruction emulator cannot run in kernel mode (docs/hosts.md; rdtscp, invpcid
 // and fsgsbase found by disassembling govmm's kernel, guest/linux/README.md).
 const EmulatingHostCmdline = "nofsgsbase tsc=reliable clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx,rdtscp,invpcid cryptomgr.notests init_on_alloc=0"
 
-// LinuxConfig returns the VM configuration that boots a Linux kernel in
+// VMConfig returns the VM configuration that boots a Linux kernel in
 // mode on cpus vCPUs, or an error naming why the combination is impossible.
 //
 // pvIPI advertises govmm's PV send-IPI; govmm's kernel is then told to use
 // it (govmm.pvipi=on).
-func LinuxConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (Config, LinuxMode, error) {
-	m, ok := LinuxModes[mode]
+func VMConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (vmm.Config, Mode, error) {
+	m, ok := Modes[mode]
 	if !ok {
-		return Config{}, m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
+		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
 	}
 	switch {
 	case !m.X2APIC && cpus > 255:
-		return Config{}, m, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", cpus)
+		return vmm.Config{}, m, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", cpus)
 	case m.X2APIC && !m.IOMMU && cpus > 255:
-		return Config{}, m, fmt.Errorf("--x2apic=%s with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", mode, cpus)
+		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", mode, cpus)
 	case m.GovmmKernel && !govmmKernel:
-		return Config{}, m, fmt.Errorf("--x2apic=%s needs govmm's guest kernel (its patch series provides the mode)", mode)
+		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s needs govmm's guest kernel (its patch series provides the mode)", mode)
 	}
-	parts := []string{LinuxBase}
-	if HostEmulates() {
+	parts := []string{BaseCmdline}
+	if vmm.HostEmulates() {
 		parts = append(parts, EmulatingHostCmdline)
 	}
 	parts = append(parts, m.Cmdline)
@@ -64,9 +72,9 @@ func LinuxConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (
 		parts = append(parts, "govmm.pvipi=on")
 	}
 	parts = append(parts, extra)
-	cfg := Config{CPUs: cpus, IOMMU: m.IOMMU, PVIPI: pvIPI, Cmdline: strings.Join(strings.Fields(strings.Join(parts, " ")), " ")}
+	cfg := vmm.Config{CPUs: cpus, IOMMU: m.IOMMU, PVIPI: pvIPI, Cmdline: strings.Join(strings.Fields(strings.Join(parts, " ")), " ")}
 	if !m.X2APIC {
-		cfg.X2APIC = X2APICOff
+		cfg.X2APIC = vmm.X2APICOff
 	}
 	return cfg, m, nil
 }
@@ -74,7 +82,7 @@ func LinuxConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (
 // Verify checks a boot against its mode: /init reached, the mode chosen,
 // remapping as presented, every CPU online, and (pvIPI) govmm's PV
 // send-IPI in use.
-func (s LinuxState) Verify(m LinuxMode, cpus int, pvIPI bool) error {
+func (s State) Verify(m Mode, cpus int, pvIPI bool) error {
 	switch {
 	case pvIPI && s.InitRun && !s.PVIPI:
 		return fmt.Errorf("--pv-ipi: the kernel did not switch to govmm's PV send-IPI")

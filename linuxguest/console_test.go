@@ -1,4 +1,4 @@
-package vmm
+package linuxguest
 
 import "testing"
 
@@ -6,7 +6,7 @@ import "testing"
 // order of arrival, each once; the shell prompt, which has no newline, is
 // recognised in the line being written, even when the bytes come apart.
 func TestConsoleMilestones(t *testing.T) {
-	c := NewConsole(nil, LinuxMilestones)
+	c := NewConsole(nil, BootMilestones)
 	for _, chunk := range []string{
 		"[    0.000000] Linux version 6.1\n",
 		"[   50.2] Run /init as init process\n[   50.3] Run /init as init process\n",

@@ -1,13 +1,13 @@
-package vmm
+package linuxguest
 
 import (
 	"regexp"
 	"strconv"
 )
 
-// LinuxState is what a Linux guest's own log says about its interrupt
+// State is what a Linux guest's own log says about its interrupt
 // setup. govmm never assumes a mode: it reads it here.
-type LinuxState struct {
+type State struct {
 	APICMode   string // "flat", "physflat", "physical x2apic", "cluster x2apic", "mixed", or "" if not seen
 	X2APIC     bool   // the kernel switched the LAPICs to x2APIC
 	IRQRemap   string // "x2apic", "xapic" or "" (off)
@@ -31,9 +31,9 @@ var (
 	reFlatUnset = regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)
 )
 
-// ParseLinuxLog reads a kernel log.
-func ParseLinuxLog(log string) LinuxState {
-	var s LinuxState
+// ParseLog reads a kernel log.
+func ParseLog(log string) State {
+	var s State
 	if m := reRouting.FindStringSubmatch(log); m != nil {
 		switch m[1] {
 		case "physical flat":

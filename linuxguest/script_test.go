@@ -1,4 +1,4 @@
-package vmm
+package linuxguest
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 // each later line waits for its expected output, which must appear after
 // the previous match (an old occurrence does not count).
 func TestConsoleScript(t *testing.T) {
-	con := NewConsole(nil, LinuxMilestones)
+	con := NewConsole(nil, BootMilestones)
 	s, err := NewConsoleScript(con, ShellCommands("echo hi", `^hi|\nhi`, "irqstat", `CAL`)...)
 	if err != nil {
 		t.Fatal(err)

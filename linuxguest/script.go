@@ -1,4 +1,4 @@
-package vmm
+package linuxguest
 
 import (
 	"fmt"

@@ -1,0 +1,26 @@
+package linuxguest
+
+import (
+	"testing"
+
+	"github.com/govmm/govmm/vmm"
+)
+
+func TestVMConfigRefuses(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		cpus  int
+		govmm bool
+	}{{"off", 300, true}, {"physical", 256, true}, {"mixed", 2, false}, {"bogus", 2, true}} {
+		if _, _, err := VMConfig(c.mode, c.cpus, c.govmm, false, ""); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	cfg, _, err := VMConfig("mixed", 288, true, false, "quiet")
+	if err != nil || !cfg.IOMMU || cfg.X2APIC != vmm.X2APICOn {
+		t.Fatalf("mixed on 288: %+v %v", cfg, err)
+	}
+	if want := "govmm.apic=mixed quiet"; len(cfg.Cmdline) < len(want) || cfg.Cmdline[len(cfg.Cmdline)-len(want):] != want {
+		t.Errorf("command line %q does not end with %q", cfg.Cmdline, want)
+	}
+}
