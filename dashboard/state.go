@@ -23,8 +23,8 @@ type State struct {
 	CPUs        []CPUState        `json:"cpus"`
 	Total       Counters          `json:"total"`
 	ExitsPerIPI []IPICost         `json:"exits_per_ipi"`
-	// Unattributed ICR exits (no IPI sent in their interval) and receiver
-	// exits (no delivery in their interval).
+	// Unattributed sender exits (ipiSend; no IPI sent in their interval)
+	// and receiver exits (no delivery in their interval).
 	UnattributedSenderExits   float64                    `json:"unattributed_sender_exits"`
 	UnattributedReceiverExits float64                    `json:"unattributed_receiver_exits"`
 	Platform                  Platform                   `json:"platform"`
