@@ -60,12 +60,9 @@ func TestSections(t *testing.T) {
 		t.Errorf("LastSection(1) exits all %d own %d, want 3 and 2", all, own)
 	}
 	r := a.Report()
-	var buf bytes.Buffer
-	if err := r.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJSON(t, r)
 	var back Report
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
 	if back.Delivery != "avic" {
@@ -74,7 +71,7 @@ func TestSections(t *testing.T) {
 	if back.Total.Exits != 7 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
 		t.Errorf("JSON round trip: %+v", back.Total)
 	}
-	buf.Reset()
+	var buf bytes.Buffer
 	r.WriteTable(&buf)
 	for _, want := range []string{"delivery: avic", "exits per vCPU", "section 7", "msr_x2apic_eoi_write"} {
 		if !strings.Contains(buf.String(), want) {
@@ -302,17 +299,7 @@ func TestCounterTables(t *testing.T) {
 	s0 := a.CPUs[0].Snapshot()
 	d := a.CPUs[1].Snapshot().Sub(s0)
 	r := a.Report()
-	var buf bytes.Buffer
-	if err := r.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
-	var raw struct {
-		Total    map[string]any `json:"total"`
-		Platform map[string]any `json:"platform"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
-		t.Fatal(err)
-	}
+	raw, buf := rawJSON(t, r)
 	for i, k := range CPUCounterTable {
 		if *s0.At(k) != uint64(10+i) || *d.At(k) != 90 || *r.Total.At(k) != uint64(110+2*i) {
 			t.Errorf("%s: snapshot %d, difference %d, total %d", k.Name, *s0.At(k), *d.At(k), *r.Total.At(k))
@@ -327,7 +314,7 @@ func TestCounterTables(t *testing.T) {
 		}
 	}
 	var back Report
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back.Total.CPUCounters != r.Total.CPUCounters ||
+	if err := json.Unmarshal(buf, &back); err != nil || back.Total.CPUCounters != r.Total.CPUCounters ||
 		back.Platform.PlatformCounters != r.Platform.PlatformCounters {
 		t.Errorf("JSON round trip: %v\n%+v\n%+v", err, back.Total.CPUCounters, r.Total.CPUCounters)
 	}
@@ -337,17 +324,7 @@ func TestCounterTables(t *testing.T) {
 // before the table (nmis, kicks_failed, pv_eois, withdrawn) and keeps the
 // others.
 func TestCountersOmitZero(t *testing.T) {
-	var buf bytes.Buffer
-	if err := NewVM(1).Report().WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
-	var raw struct {
-		Total    map[string]any `json:"total"`
-		Platform map[string]any `json:"platform"`
-	}
-	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
-		t.Fatal(err)
-	}
+	raw, _ := rawJSON(t, NewVM(1).Report())
 	for _, k := range []string{"injected", "kicks_sent", "wakeups"} {
 		if _, ok := raw.Total[k]; !ok {
 			t.Errorf("total lacks %s", k)
@@ -361,4 +338,24 @@ func TestCountersOmitZero(t *testing.T) {
 	if len(raw.Platform) != 7 {
 		t.Errorf("platform %v, want its 7 counters", raw.Platform)
 	}
+}
+
+// reportJSON is the report's total and platform as WriteJSON writes them,
+// key by key, and the whole JSON.
+type reportJSON struct {
+	Total    map[string]any `json:"total"`
+	Platform map[string]any `json:"platform"`
+}
+
+func rawJSON(t *testing.T, r Report) (reportJSON, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var raw reportJSON
+	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	return raw, buf.Bytes()
 }
