@@ -120,6 +120,18 @@ var tableColumns = []struct {
 	{"recover", []Class{ClassRecover}},
 }
 
+// counterColumns are the vCPU counters with a column of their own in the
+// per-vCPU table, after the exits and IPIs sent.
+var counterColumns = func() []Counter {
+	var out []Counter
+	for _, k := range CPUCounterTable {
+		if k.Column != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
 func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "vCPU\texits\t")
@@ -127,10 +139,8 @@ func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 		fmt.Fprintf(tw, "%s\t", c.name)
 	}
 	fmt.Fprint(tw, "other\tipi-sent\t")
-	for _, k := range CPUCounterTable {
-		if k.Column != "" {
-			fmt.Fprintf(tw, "%s\t", k.Column)
-		}
+	for _, k := range counterColumns {
+		fmt.Fprintf(tw, "%s\t", k.Column)
 	}
 	fmt.Fprint(tw, "\n")
 	row := func(label string, r CPUReport) {
@@ -150,10 +160,8 @@ func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 			sent += n
 		}
 		fmt.Fprintf(tw, "%d\t%d\t", r.Exits-grouped, sent)
-		for _, k := range CPUCounterTable {
-			if k.Column != "" {
-				fmt.Fprintf(tw, "%d\t", *r.At(k))
-			}
+		for _, k := range counterColumns {
+			fmt.Fprintf(tw, "%d\t", *r.At(k))
 		}
 		fmt.Fprint(tw, "\n")
 	}
@@ -215,10 +223,10 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
-	total := r.Total // addressable, for At
-	writeListed(w, "interrupts ended or taken back without an exit", CPUCounterTable, total.At)
-	// Every listed platform counter counts interrupts fired or MSIs, so
-	// the faults by reason go with them.
+	writeListed(w, "interrupts ended or taken back without an exit", CPUCounterTable, r.Total.At)
+	// The platform's counters stay zero until an IOAPIC entry fires or a
+	// device sends an MSI (the others count what became of those), and so
+	// do the faults by reason: they are listed together or not at all.
 	if writeListed(w, "device interrupts", PlatformCounterTable, r.Platform.At) {
 		writeCounts(w, "interrupt-remapping faults by reason", r.Platform.FaultByReason)
 	}
