@@ -16,8 +16,8 @@ func TestCauseNames(t *testing.T) {
 		if n == "" || strings.HasPrefix(n, "cause") {
 			t.Errorf("cause %d has no name (%q)", c, n)
 		}
-		if c >= causeFixed && fixedCauses[c].name == "" {
-			t.Errorf("cause %d is missing from fixedCauses", c)
+		if fixed := c >= causeFixed; fixed != (fixedCauses[c].name != "") {
+			t.Errorf("cause %d (%s): in fixedCauses %v, want %v", c, n, !fixed, fixed)
 		}
 		if prev, ok := seen[n]; ok {
 			t.Fatalf("causes %d and %d are both named %q", prev, c, n)
