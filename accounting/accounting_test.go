@@ -7,10 +7,18 @@ import (
 	"testing"
 )
 
-func TestCauseNamesUnique(t *testing.T) {
+// TestCauseNames: every cause has a name of its own, from fixedCauses or
+// its APIC register, not the fallback for a number that is no cause.
+func TestCauseNames(t *testing.T) {
 	seen := map[string]Cause{}
 	for c := Cause(0); c < NumCauses; c++ {
 		n := c.String()
+		if n == "" || strings.HasPrefix(n, "cause") {
+			t.Errorf("cause %d has no name (%q)", c, n)
+		}
+		if fixed := c >= causeFixed; fixed != (fixedCauses[c].name != "") {
+			t.Errorf("cause %d (%s): in fixedCauses %v, want %v", c, n, !fixed, fixed)
+		}
 		if prev, ok := seen[n]; ok {
 			t.Fatalf("causes %d and %d are both named %q", prev, c, n)
 		}
@@ -52,12 +60,9 @@ func TestSections(t *testing.T) {
 		t.Errorf("LastSection(1) exits all %d own %d, want 3 and 2", all, own)
 	}
 	r := a.Report()
-	var buf bytes.Buffer
-	if err := r.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
+	_, js := rawJSON(t, r)
 	var back Report
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
 	if back.Delivery != "avic" {
@@ -66,7 +71,7 @@ func TestSections(t *testing.T) {
 	if back.Total.Exits != 7 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
 		t.Errorf("JSON round trip: %+v", back.Total)
 	}
-	buf.Reset()
+	var buf bytes.Buffer
 	r.WriteTable(&buf)
 	for _, want := range []string{"delivery: avic", "exits per vCPU", "section 7", "msr_x2apic_eoi_write"} {
 		if !strings.Contains(buf.String(), want) {
@@ -217,7 +222,8 @@ func TestCauseClassTable(t *testing.T) {
 }
 
 // TestTableColumns: the per-vCPU table counts the LAPIC timer's
-// initial-count writes as apic-other, not icr.
+// initial-count writes as apic-other, not icr, and the PV send-IPI in a
+// column of its own, not other.
 func TestTableColumns(t *testing.T) {
 	a := NewVM(1)
 	for _, c := range []Cause{APICCause(false, false, 0x30), APICCause(false, true, 0x31), APICCause(false, true, 0x30),
@@ -233,8 +239,8 @@ func TestTableColumns(t *testing.T) {
 		t.Fatalf("table:\n%s", buf.String())
 	}
 	head, row := strings.Fields(lines[1]), strings.Fields(lines[2])
-	want := map[string]string{"exits": "15", "icr": "3", "eoi": "1", "apic-other": "4", "pio": "1", "hlt": "1",
-		"irq-win": "0", "kick": "2", "recover": "1", "other": "2"}
+	want := map[string]string{"exits": "15", "icr": "3", "pv-ipi": "1", "eoi": "1", "apic-other": "4", "pio": "1", "hlt": "1",
+		"irq-win": "0", "kick": "2", "recover": "1", "other": "1", "injected": "0", "kicked": "0", "woken": "0"}
 	if len(head) != len(row) {
 		t.Fatalf("table:\n%s", buf.String())
 	}
@@ -242,5 +248,114 @@ func TestTableColumns(t *testing.T) {
 		if w, ok := want[h]; ok && row[i] != w {
 			t.Errorf("column %s = %s, want %s\n%s", h, row[i], w, buf.String())
 		}
+		delete(want, h)
 	}
+	if len(want) > 0 {
+		t.Errorf("table lacks columns %v:\n%s", want, buf.String())
+	}
+}
+
+// TestCounterTables: the tables read from the struct tags name every
+// counter once, give a shared Prometheus family one help and a label per
+// member, and agree with the report's JSON.
+func TestCounterTables(t *testing.T) {
+	names := map[string]bool{}
+	help := map[string]string{}
+	series := map[string]bool{}
+	for _, table := range [][]Counter{CPUCounterTable, PlatformCounterTable} {
+		for _, k := range table {
+			if names[k.Name] {
+				t.Errorf("two counters are named %q", k.Name)
+			}
+			names[k.Name] = true
+			if k.Metric == "" {
+				continue
+			}
+			if h, ok := help[k.Metric]; ok && h != k.Help {
+				t.Errorf("%s: help %q and %q", k.Metric, h, k.Help)
+			}
+			help[k.Metric] = k.Help
+			s := k.Metric + "{" + k.Label.Name + "=" + k.Label.Value + "}"
+			if series[s] {
+				t.Errorf("two counters are the series %s", s)
+			}
+			series[s] = true
+		}
+	}
+	if len(CPUCounterTable) != 7 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 7 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	}
+
+	// Distinct values in every counter: the snapshot, the difference, the
+	// total and the JSON carry each one to its own key.
+	a := NewVM(2)
+	for i, k := range CPUCounterTable {
+		a.CPUs[0].At(k).Add(uint64(10 + i))
+		a.CPUs[1].At(k).Add(uint64(100 + i))
+	}
+	for i, k := range PlatformCounterTable {
+		a.Platform.At(k).Add(uint64(1000 + i))
+	}
+	s0 := a.CPUs[0].Snapshot()
+	d := a.CPUs[1].Snapshot().Sub(s0)
+	r := a.Report()
+	raw, buf := rawJSON(t, r)
+	for i, k := range CPUCounterTable {
+		if *s0.At(k) != uint64(10+i) || *d.At(k) != 90 || *r.Total.At(k) != uint64(110+2*i) {
+			t.Errorf("%s: snapshot %d, difference %d, total %d", k.Name, *s0.At(k), *d.At(k), *r.Total.At(k))
+		}
+		if v, _ := raw.Total[k.Name].(float64); v != float64(110+2*i) {
+			t.Errorf("JSON total %s = %v, want %d", k.Name, raw.Total[k.Name], 110+2*i)
+		}
+	}
+	for i, k := range PlatformCounterTable {
+		if v, _ := raw.Platform[k.Name].(float64); v != float64(1000+i) {
+			t.Errorf("JSON platform %s = %v, want %d", k.Name, raw.Platform[k.Name], 1000+i)
+		}
+	}
+	var back Report
+	if err := json.Unmarshal(buf, &back); err != nil || back.Total.CPUCounters != r.Total.CPUCounters ||
+		back.Platform.PlatformCounters != r.Platform.PlatformCounters {
+		t.Errorf("JSON round trip: %v\n%+v\n%+v", err, back.Total.CPUCounters, r.Total.CPUCounters)
+	}
+}
+
+// TestCountersOmitZero: the JSON leaves out the zero counters it left out
+// before the table (nmis, kicks_failed, pv_eois, withdrawn) and keeps the
+// others.
+func TestCountersOmitZero(t *testing.T) {
+	raw, _ := rawJSON(t, NewVM(1).Report())
+	for _, k := range []string{"injected", "kicks_sent", "wakeups"} {
+		if _, ok := raw.Total[k]; !ok {
+			t.Errorf("total lacks %s", k)
+		}
+	}
+	for _, k := range []string{"nmis", "kicks_failed", "pv_eois", "withdrawn", "injected_by_vector"} {
+		if _, ok := raw.Total[k]; ok {
+			t.Errorf("total has %s at zero", k)
+		}
+	}
+	if len(raw.Platform) != 7 {
+		t.Errorf("platform %v, want its 7 counters", raw.Platform)
+	}
+}
+
+// reportJSON is the report's total and platform as WriteJSON writes them,
+// key by key, and the whole JSON.
+type reportJSON struct {
+	Total    map[string]any `json:"total"`
+	Platform map[string]any `json:"platform"`
+}
+
+func rawJSON(t *testing.T, r Report) (reportJSON, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var raw reportJSON
+	if err := json.Unmarshal(buf.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	return raw, buf.Bytes()
 }

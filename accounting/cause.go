@@ -75,15 +75,59 @@ const (
 	NumCauses
 )
 
-var fixedNames = [...]string{
-	"msr_tsc_deadline_read", "msr_tsc_deadline_write", "msr_apic_base_read", "msr_apic_base_write", "msr_pv_send_ipi", "msr_pv_eoi_read", "msr_pv_eoi_write",
-	"msr_syscall_entry_read", "msr_syscall_entry_write", "msr_other_read", "msr_other_write",
-	"pio_serial", "pio_debug_exit", "pio_fw_cfg", "pio_testdev", "pio_mark", "pio_msi_testdev", "pio_acpi_pm", "pio_other",
-	"mmio_ioapic_ioregsel_read", "mmio_ioapic_ioregsel_write", "mmio_ioapic_iowin_read", "mmio_ioapic_iowin_write",
-	"mmio_ioapic_eoi_write", "mmio_ioapic_other", "mmio_iommu_read", "mmio_iommu_write",
-	"mmio_other", "syscall_doorbell", "syscall_doorbell_forged", "hlt", "irq_window", "kick", "kick_spurious", "set_tpr", "recover_int3", "recover_int_n", "recover_other",
-	"recover_xsave", "recover_xrstor", "recover_xgetbv", "recover_xsetbv", "recover_xstate_fault",
-	"shutdown", "other",
+// fixedCauses names and classifies each cause that is not an APIC
+// register (those are named and classed by register: apicRegName,
+// apicClass). Keyed by cause, so that no entry can stand in another's
+// place; a cause left out has no name, which TestCauseNames catches.
+var fixedCauses = [NumCauses]struct {
+	name  string
+	class Class
+}{
+	CauseMSRTSCDeadlineRead:    {"msr_tsc_deadline_read", ClassAPICOther},
+	CauseMSRTSCDeadlineWrite:   {"msr_tsc_deadline_write", ClassAPICOther},
+	CauseMSRAPICBaseRead:       {"msr_apic_base_read", ClassAPICOther},
+	CauseMSRAPICBaseWrite:      {"msr_apic_base_write", ClassAPICOther},
+	CauseMSRPVIPI:              {"msr_pv_send_ipi", ClassPVIPI},
+	CauseMSRPVEOIRead:          {"msr_pv_eoi_read", ClassAPICOther},
+	CauseMSRPVEOIWrite:         {"msr_pv_eoi_write", ClassAPICOther},
+	CauseMSRSyscallEntryRead:   {"msr_syscall_entry_read", ClassDoorbell},
+	CauseMSRSyscallEntryWrite:  {"msr_syscall_entry_write", ClassDoorbell},
+	CauseMSROtherRead:          {"msr_other_read", ClassOther},
+	CauseMSROtherWrite:         {"msr_other_write", ClassOther},
+	CausePIOSerial:             {"pio_serial", ClassPIO},
+	CausePIODebugExit:          {"pio_debug_exit", ClassPIO},
+	CausePIOFwCfg:              {"pio_fw_cfg", ClassPIO},
+	CausePIOTestDev:            {"pio_testdev", ClassPIO},
+	CausePIOMark:               {"pio_mark", ClassPIO},
+	CausePIOMSITestDev:         {"pio_msi_testdev", ClassPIO},
+	CausePIOACPIPM:             {"pio_acpi_pm", ClassPIO},
+	CausePIOOther:              {"pio_other", ClassPIO},
+	CauseMMIOIOAPICSelRead:     {"mmio_ioapic_ioregsel_read", ClassIOAPIC},
+	CauseMMIOIOAPICSelWrite:    {"mmio_ioapic_ioregsel_write", ClassIOAPIC},
+	CauseMMIOIOAPICWinRead:     {"mmio_ioapic_iowin_read", ClassIOAPIC},
+	CauseMMIOIOAPICWinWrite:    {"mmio_ioapic_iowin_write", ClassIOAPIC},
+	CauseMMIOIOAPICEOIWrite:    {"mmio_ioapic_eoi_write", ClassIOAPIC},
+	CauseMMIOIOAPICOther:       {"mmio_ioapic_other", ClassIOAPIC},
+	CauseMMIOIOMMURead:         {"mmio_iommu_read", ClassIOMMU},
+	CauseMMIOIOMMUWrite:        {"mmio_iommu_write", ClassIOMMU},
+	CauseMMIOOther:             {"mmio_other", ClassOther},
+	CauseSyscallDoorbell:       {"syscall_doorbell", ClassDoorbell},
+	CauseSyscallDoorbellForged: {"syscall_doorbell_forged", ClassDoorbell},
+	CauseHLT:                   {"hlt", ClassHLT},
+	CauseIRQWindow:             {"irq_window", ClassIRQWindow},
+	CauseKick:                  {"kick", ClassKick},
+	CauseKickSpurious:          {"kick_spurious", ClassKickSpurious},
+	CauseSetTPR:                {"set_tpr", ClassAPICOther},
+	CauseRecoverInt3:           {"recover_int3", ClassRecover},
+	CauseRecoverIntN:           {"recover_int_n", ClassRecover},
+	CauseRecoverOther:          {"recover_other", ClassRecover},
+	CauseRecoverXSAVE:          {"recover_xsave", ClassRecover},
+	CauseRecoverXRSTOR:         {"recover_xrstor", ClassRecover},
+	CauseRecoverXGETBV:         {"recover_xgetbv", ClassRecover},
+	CauseRecoverXSETBV:         {"recover_xsetbv", ClassRecover},
+	CauseRecoverXStateFault:    {"recover_xstate_fault", ClassRecover},
+	CauseShutdown:              {"shutdown", ClassOther},
+	CauseOther:                 {"other", ClassOther},
 }
 
 // APIC register names by index (offset >> 4); unnamed ones print as regXX.
@@ -121,8 +165,8 @@ func (c Cause) String() string {
 		return "msr_x2apic_" + apicRegName(int(c-CauseMSRAPICRead)) + "_read"
 	case c < causeFixed:
 		return "msr_x2apic_" + apicRegName(int(c-CauseMSRAPICWrite)) + "_write"
-	case c < NumCauses:
-		return fixedNames[c-causeFixed]
+	case c < NumCauses && fixedCauses[c].name != "":
+		return fixedCauses[c].name
 	}
 	return fmt.Sprintf("cause%d", c)
 }

@@ -6,8 +6,8 @@ import "fmt"
 // finishing interrupts, the rest of the LAPIC, devices, halts, kicks,
 // recoveries. Every consumer that groups causes (the report's per-vCPU
 // table, the dashboard, the benchmarks' exits per IPI) maps Class values,
-// so a cause is classified once, here, by its number: the APIC register
-// causes by their register index, the others one by one.
+// so a cause is classified once, by its number: the APIC register causes
+// by their register index (apicClass), the others in fixedCauses.
 type Class uint8
 
 const (
@@ -73,50 +73,29 @@ func (c Cause) Class() Class {
 	return ClassOther
 }
 
-// class classifies c; false for a cause this file does not know, which
-// TestCauseClasses catches for every cause below NumCauses.
+// class classifies c; false for a number that is no cause or a cause
+// fixedCauses leaves out (TestCauseClasses catches those).
 func (c Cause) class() (Class, bool) {
-	if c < causeFixed {
-		switch (c - CauseMMIOAPICRead) % apicRegs {
-		case 0x30, 0x31:
-			return ClassICR, true
-		case 0x3F:
-			return ClassSelfIPI, true
-		case 0x0B:
-			return ClassEOI, true
-		}
-		return ClassAPICOther, true
-	}
 	switch {
-	case c >= CausePIOSerial && c <= CausePIOOther:
-		return ClassPIO, true
-	case c >= CauseMMIOIOAPICSelRead && c <= CauseMMIOIOAPICOther:
-		return ClassIOAPIC, true
-	case c >= CauseRecoverInt3 && c <= CauseRecoverXStateFault:
-		return ClassRecover, true
-	}
-	switch c {
-	case CauseMSRTSCDeadlineRead, CauseMSRTSCDeadlineWrite, CauseMSRAPICBaseRead, CauseMSRAPICBaseWrite,
-		CauseMSRPVEOIRead, CauseMSRPVEOIWrite, CauseSetTPR:
-		return ClassAPICOther, true
-	case CauseMSRPVIPI:
-		return ClassPVIPI, true
-	case CauseMSRSyscallEntryRead, CauseMSRSyscallEntryWrite, CauseSyscallDoorbell, CauseSyscallDoorbellForged:
-		return ClassDoorbell, true
-	case CauseMMIOIOMMURead, CauseMMIOIOMMUWrite:
-		return ClassIOMMU, true
-	case CauseHLT:
-		return ClassHLT, true
-	case CauseIRQWindow:
-		return ClassIRQWindow, true
-	case CauseKick:
-		return ClassKick, true
-	case CauseKickSpurious:
-		return ClassKickSpurious, true
-	case CauseMSROtherRead, CauseMSROtherWrite, CauseMMIOOther, CauseShutdown, CauseOther:
-		return ClassOther, true
+	case c < causeFixed:
+		return apicClass(int((c - CauseMMIOAPICRead) % apicRegs)), true
+	case c < NumCauses && fixedCauses[c].name != "":
+		return fixedCauses[c].class, true
 	}
 	return 0, false
+}
+
+// apicClass classifies an APIC register access by the register's index.
+func apicClass(reg int) Class {
+	switch reg {
+	case 0x30, 0x31:
+		return ClassICR
+	case 0x3F:
+		return ClassSelfIPI
+	case 0x0B:
+		return ClassEOI
+	}
+	return ClassAPICOther
 }
 
 var causeByName = func() map[string]Cause {

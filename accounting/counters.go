@@ -2,26 +2,38 @@ package accounting
 
 import "sync/atomic"
 
-// Compile-time check that every fixed cause has a name.
-var _ = [1]int{}[len(fixedNames)-int(NumCauses-causeFixed)]
-
 // VCPU holds one vCPU's counters. Exits is written only by that vCPU's
 // thread and read by anyone (dashboard, sections, reports), hence atomics.
-// IPIDelivered and Received are written by whichever thread delivers.
+// IPIDelivered and the counters other vCPUs cause (KicksSent, KicksFailed)
+// are written by whichever thread delivers or kicks. Every field is a
+// plain atomic: counting is one lock-free add, with no allocation.
 type VCPU struct {
 	Exits        [NumCauses]atomic.Uint64
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
-	Injected     atomic.Uint64              // vectors injected with KVM_INTERRUPT
-	InjectedVec  [256]atomic.Uint64         // the same, by vector
-	NMIs         atomic.Uint64              // NMIs injected
-	KicksSent    atomic.Uint64              // kicks (signal + immediate_exit) aimed at this vCPU: AVIC's doorbells
-	KicksFailed  atomic.Uint64              // kick signals tgkill could not send (the target may run blind until its next exit)
-	Wakeups      atomic.Uint64              // times this vCPU left HLT or wait-for-SIPI
-	PVEOIs       atomic.Uint64              // EOIs the guest did through PV EOI (no exit)
-	// Withdrawn counts injections taken back before the CPU took them
-	// (vcpu/syscall.go); Injected and InjectedVec do not include them.
-	Withdrawn atomic.Uint64
+	InjectedVec  [256]atomic.Uint64         // vectors injected with KVM_INTERRUPT, by vector
+	CPUCounters[atomic.Uint64]
+}
+
+// CPUCounters are a vCPU's event counters other than those by cause,
+// kind or vector. This struct is their one declaration: T is atomic.Uint64
+// in the live counters (VCPU) and uint64 in the copies (Snapshot,
+// CPUReport), and each field's tags describe the counter for every place
+// that shows it (CPUCounterTable, see table.go). Adding a counter is a
+// field here plus the place that increments it.
+type CPUCounters[T any] struct {
+	// Injected does not include withdrawn injections (Withdraw).
+	Injected T `json:"injected" metric:"govmm_injected_total" help:"Vectors injected into the vCPU with KVM_INTERRUPT." column:"injected"`
+	NMIs     T `json:"nmis,omitempty" metric:"govmm_nmis_injected_total" help:"NMIs injected into the vCPU."`
+	// KicksSent are AVIC's doorbells among others.
+	KicksSent T `json:"kicks_sent" metric:"govmm_kicks_total" help:"Kicks (signal + immediate_exit) aimed at the vCPU." column:"kicked"`
+	// KicksFailed: the target may run blind until its next exit.
+	KicksFailed T `json:"kicks_failed,omitempty" help:"Kick signals tgkill could not send."`
+	Wakeups     T `json:"wakeups" metric:"govmm_wakeups_total" help:"Times the vCPU left HLT or wait-for-SIPI." column:"woken"`
+	PVEOIs      T `json:"pv_eois,omitempty" metric:"govmm_pv_eois_total" help:"EOIs the guest did through KVM's PV EOI (no exit)." listed:"pv_eois"`
+	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
+	// have delivered them at CPL0 on the user stack; vcpu/syscall.go).
+	Withdrawn T `json:"withdrawn,omitempty" metric:"govmm_injections_withdrawn_total" help:"Injections taken back at the SYSCALL doorbell (injected again later)." listed:"withdrawn_at_syscall_doorbell"`
 }
 
 // Inject counts one vector injected with KVM_INTERRUPT.
@@ -46,60 +58,50 @@ type Snapshot struct {
 	Exits        [NumCauses]uint64
 	IPISent      [NumIPIKinds]uint64
 	IPIDelivered [NumIPIKinds]uint64
-	Injected     uint64
 	InjectedVec  [256]uint64
-	NMIs         uint64
-	KicksSent    uint64
-	KicksFailed  uint64
-	Wakeups      uint64
-	PVEOIs       uint64
-	Withdrawn    uint64
+	CPUCounters[uint64]
 }
 
 // Snapshot copies the counters (each one atomically, the set not).
 func (v *VCPU) Snapshot() Snapshot {
 	var s Snapshot
-	for i := range v.Exits {
-		s.Exits[i] = v.Exits[i].Load()
+	load(s.Exits[:], v.Exits[:])
+	load(s.IPISent[:], v.IPISent[:])
+	load(s.IPIDelivered[:], v.IPIDelivered[:])
+	load(s.InjectedVec[:], v.InjectedVec[:])
+	for _, k := range CPUCounterTable {
+		*s.At(k) = v.At(k).Load()
 	}
-	for i := range v.IPISent {
-		s.IPISent[i] = v.IPISent[i].Load()
-		s.IPIDelivered[i] = v.IPIDelivered[i].Load()
-	}
-	s.Injected = v.Injected.Load()
-	for i := range v.InjectedVec {
-		s.InjectedVec[i] = v.InjectedVec[i].Load()
-	}
-	s.NMIs = v.NMIs.Load()
-	s.KicksSent = v.KicksSent.Load()
-	s.KicksFailed = v.KicksFailed.Load()
-	s.Wakeups = v.Wakeups.Load()
-	s.PVEOIs = v.PVEOIs.Load()
-	s.Withdrawn = v.Withdrawn.Load()
 	return s
 }
 
 // Sub returns s - o, counter by counter.
 func (s Snapshot) Sub(o Snapshot) Snapshot {
 	d := s
-	for i := range d.Exits {
-		d.Exits[i] -= o.Exits[i]
-	}
-	for i := range d.IPISent {
-		d.IPISent[i] -= o.IPISent[i]
-		d.IPIDelivered[i] -= o.IPIDelivered[i]
-	}
-	d.Injected -= o.Injected
-	for i := range d.InjectedVec {
-		d.InjectedVec[i] -= o.InjectedVec[i]
-	}
-	d.NMIs -= o.NMIs
-	d.KicksSent -= o.KicksSent
-	d.KicksFailed -= o.KicksFailed
-	d.Wakeups -= o.Wakeups
-	d.PVEOIs -= o.PVEOIs
-	d.Withdrawn -= o.Withdrawn
+	d.each(&o, func(d, o *uint64) { *d -= *o })
 	return d
+}
+
+// add adds o to s, counter by counter.
+func (s *Snapshot) add(o *Snapshot) { s.each(o, func(s, o *uint64) { *s += *o }) }
+
+// each calls f with every counter of s and the same counter of o.
+func (s *Snapshot) each(o *Snapshot, f func(s, o *uint64)) {
+	for _, pair := range [][2][]uint64{{s.Exits[:], o.Exits[:]}, {s.IPISent[:], o.IPISent[:]},
+		{s.IPIDelivered[:], o.IPIDelivered[:]}, {s.InjectedVec[:], o.InjectedVec[:]}} {
+		for i := range pair[0] {
+			f(&pair[0][i], &pair[1][i])
+		}
+	}
+	for _, k := range CPUCounterTable {
+		f(s.At(k), o.At(k))
+	}
+}
+
+func load(dst []uint64, src []atomic.Uint64) {
+	for i := range src {
+		dst[i] = src[i].Load()
+	}
 }
 
 // Total is the number of exits of every cause.

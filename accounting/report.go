@@ -28,17 +28,9 @@ type CPUReport struct {
 	ByCause      map[string]uint64 `json:"by_cause"`
 	IPISent      map[string]uint64 `json:"ipi_sent,omitempty"`
 	IPIDelivered map[string]uint64 `json:"ipi_delivered,omitempty"`
-	Injected     uint64            `json:"injected"`
 	// InjectedVec counts injections by vector ("0xfb"), non-zero ones only.
 	InjectedVec map[string]uint64 `json:"injected_by_vector,omitempty"`
-	NMIs        uint64            `json:"nmis,omitempty"`
-	KicksSent   uint64            `json:"kicks_sent"`
-	KicksFailed uint64            `json:"kicks_failed,omitempty"`
-	Wakeups     uint64            `json:"wakeups"`
-	PVEOIs      uint64            `json:"pv_eois,omitempty"`
-	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
-	// have delivered them at CPL0 on the user stack); not in Injected.
-	Withdrawn uint64 `json:"withdrawn,omitempty"`
+	CPUCounters[uint64]
 }
 
 // SectionReport is one measured section.
@@ -49,8 +41,7 @@ type SectionReport struct {
 }
 
 func cpuReport(cpu int, s Snapshot) CPUReport {
-	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, Injected: s.Injected,
-		NMIs: s.NMIs, KicksSent: s.KicksSent, KicksFailed: s.KicksFailed, Wakeups: s.Wakeups, PVEOIs: s.PVEOIs, Withdrawn: s.Withdrawn}
+	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, CPUCounters: s.CPUCounters}
 	for c, n := range s.Exits {
 		if n != 0 {
 			r.ByCause[Cause(c).String()] = n
@@ -78,24 +69,8 @@ func cpuReport(cpu int, s Snapshot) CPUReport {
 
 func sum(snaps []Snapshot) Snapshot {
 	var t Snapshot
-	for _, s := range snaps {
-		for i := range t.Exits {
-			t.Exits[i] += s.Exits[i]
-		}
-		for i := range t.IPISent {
-			t.IPISent[i] += s.IPISent[i]
-			t.IPIDelivered[i] += s.IPIDelivered[i]
-		}
-		t.Injected += s.Injected
-		for i := range t.InjectedVec {
-			t.InjectedVec[i] += s.InjectedVec[i]
-		}
-		t.NMIs += s.NMIs
-		t.KicksSent += s.KicksSent
-		t.KicksFailed += s.KicksFailed
-		t.Wakeups += s.Wakeups
-		t.PVEOIs += s.PVEOIs
-		t.Withdrawn += s.Withdrawn
+	for i := range snaps {
+		t.add(&snaps[i])
 	}
 	return t
 }
@@ -135,6 +110,7 @@ var tableColumns = []struct {
 	classes []Class
 }{
 	{"icr", []Class{ClassICR, ClassSelfIPI}},
+	{"pv-ipi", []Class{ClassPVIPI}},
 	{"eoi", []Class{ClassEOI}},
 	{"apic-other", []Class{ClassAPICOther}},
 	{"pio", []Class{ClassPIO}},
@@ -144,13 +120,29 @@ var tableColumns = []struct {
 	{"recover", []Class{ClassRecover}},
 }
 
+// counterColumns are the vCPU counters with a column of their own in the
+// per-vCPU table, after the exits and IPIs sent.
+var counterColumns = func() []Counter {
+	var out []Counter
+	for _, k := range CPUCounterTable {
+		if k.Column != "" {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
 func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "vCPU\texits\t")
 	for _, c := range tableColumns {
 		fmt.Fprintf(tw, "%s\t", c.name)
 	}
-	fmt.Fprint(tw, "other\tipi-sent\tinjected\tkicked\twoken\t\n")
+	fmt.Fprint(tw, "other\tipi-sent\t")
+	for _, k := range counterColumns {
+		fmt.Fprintf(tw, "%s\t", k.Column)
+	}
+	fmt.Fprint(tw, "\n")
 	row := func(label string, r CPUReport) {
 		fmt.Fprintf(tw, "%s\t%d\t", label, r.Exits)
 		var grouped uint64
@@ -167,7 +159,11 @@ func writeCPUTable(w io.Writer, cpus []CPUReport, total CPUReport) {
 		for _, n := range r.IPISent {
 			sent += n
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t\n", r.Exits-grouped, sent, r.Injected, r.KicksSent, r.Wakeups)
+		fmt.Fprintf(tw, "%d\t%d\t", r.Exits-grouped, sent)
+		for _, k := range counterColumns {
+			fmt.Fprintf(tw, "%d\t", *r.At(k))
+		}
+		fmt.Fprint(tw, "\n")
 	}
 	for _, r := range cpus {
 		row(fmt.Sprint(r.CPU), r)
@@ -198,6 +194,24 @@ func writeCounts(w io.Writer, title string, m map[string]uint64) {
 	tw.Flush()
 }
 
+// writeListed writes the counters of table with a Listed name, unless
+// all are zero; it says whether it wrote them.
+func writeListed(w io.Writer, title string, table []Counter, at func(Counter) *uint64) bool {
+	m := map[string]uint64{}
+	var nonzero uint64
+	for _, k := range table {
+		if k.Listed != "" {
+			m[k.Listed] = *at(k)
+			nonzero |= *at(k)
+		}
+	}
+	if nonzero == 0 {
+		return false
+	}
+	writeCounts(w, title, m)
+	return true
+}
+
 // WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.
 func (r Report) WriteTable(w io.Writer) {
@@ -209,16 +223,12 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
-	if t := r.Total; t.PVEOIs+t.Withdrawn > 0 {
-		writeCounts(w, "interrupts ended or taken back without an exit", map[string]uint64{
-			"pv_eois": t.PVEOIs, "withdrawn_at_syscall_doorbell": t.Withdrawn})
-	}
-	p := r.Platform
-	if p.IOAPICFired+p.MSIs+p.Remapped+p.RemapFaults > 0 {
-		writeCounts(w, "device interrupts", map[string]uint64{"ioapic_fired": p.IOAPICFired,
-			"ioapic_lost": p.IOAPICLost, "msis": p.MSIs, "remapped": p.Remapped, "remap_faults": p.RemapFaults,
-			"delivered_physical_dest": p.DevicePhysical, "delivered_logical_dest": p.DeviceLogical})
-		writeCounts(w, "interrupt-remapping faults by reason", p.FaultByReason)
+	writeListed(w, "interrupts ended or taken back without an exit", CPUCounterTable, r.Total.At)
+	// The platform's counters stay zero until an IOAPIC entry fires or a
+	// device sends an MSI (the others count what became of those), and so
+	// do the faults by reason: they are listed together or not at all.
+	if writeListed(w, "device interrupts", PlatformCounterTable, r.Platform.At) {
+		writeCounts(w, "interrupt-remapping faults by reason", r.Platform.FaultByReason)
 	}
 	for _, s := range r.Sections {
 		fmt.Fprintf(w, "\nsection %d\n", s.ID)

@@ -374,9 +374,10 @@ func TestServePage(t *testing.T) {
 	}
 }
 
-// TestClasses: the dashboard's icr class (the sender exits of exits per
-// IPI) is the ICR and SELF_IPI registers only, not the LAPIC timer's
-// initial count (timer_icr); every accounting class has a dashboard class.
+// TestClasses: the dashboard's icr class (sender exits of exits per IPI,
+// with pv_send_ipi) is the ICR and SELF_IPI registers only, not the LAPIC
+// timer's initial count (timer_icr); every accounting class has a
+// dashboard class.
 func TestClasses(t *testing.T) {
 	for k := accounting.Class(0); k < accounting.NumClasses; k++ {
 		want := k == accounting.ClassICR || k == accounting.ClassSelfIPI
@@ -389,9 +390,83 @@ func TestClasses(t *testing.T) {
 		"msr_x2apic_timer_icr_write": classAPICOther, "mmio_apic_timer_icr_write": classAPICOther,
 		"msr_x2apic_eoi_write": classEOI, "mmio_ioapic_eoi_write": classIOAPIC, "kick": classKick,
 		"kick_spurious": classOther, "recover_xsave": classRecover, "no_such_cause": classOther,
+		"msr_pv_send_ipi": classPVIPI, "syscall_doorbell": classOther,
 	} {
 		if got := classOf(name); got != want {
 			t.Errorf("classOf(%q) = %s, want %s", name, got, want)
 		}
+	}
+	// An accounting class the dashboard has a class of the same name for
+	// is that class; the others are folded into the one listed.
+	folded := map[accounting.Class]class{accounting.ClassSelfIPI: classICR, accounting.ClassKickSpurious: classOther,
+		accounting.ClassDoorbell: classOther}
+	byName := map[string]class{}
+	for c := range numClasses {
+		byName[c.String()] = c
+	}
+	for k := accounting.Class(0); k < accounting.NumClasses; k++ {
+		want, ok := folded[k]
+		if !ok {
+			if want, ok = byName[k.String()]; !ok {
+				t.Errorf("accounting class %s has no dashboard class of its name and is not folded", k)
+				continue
+			}
+		}
+		if ofAccounting[k] != want {
+			t.Errorf("accounting class %s is dashboard class %s, want %s", k, ofAccounting[k], want)
+		}
+	}
+}
+
+// TestPVIPISender: the PV send-IPI is a class of its own and, like an ICR
+// write, a sender exit of the IPIs of its interval.
+func TestPVIPISender(t *testing.T) {
+	f := newFake(2)
+	s := newServer(f, Options{})
+	t0 := time.Unix(1000, 0)
+	s.sampleNow(t0)
+	for range 4 {
+		f.acct.CPUs[0].Exit(accounting.CauseMSRPVIPI)
+		f.acct.CPUs[0].IPISent[accounting.IPIParavirt].Add(1)
+		f.acct.CPUs[0].IPIDelivered[accounting.IPIParavirt].Add(1)
+		f.acct.CPUs[1].Exit(eoiWrite)
+	}
+	s.sampleNow(t0.Add(time.Second))
+	var st State
+	getJSON(t, s.Handler(), "/api/v1/state", &st)
+	if got := st.CPUs[0].ByClassPerSec; got["pv_send_ipi"] != 4 || got["other"] != 0 {
+		t.Errorf("cpu 0 classes per second %v, want pv_send_ipi 4 and other 0", got)
+	}
+	if len(st.ExitsPerIPI) != 1 || st.ExitsPerIPI[0].Kind != "pv" || st.ExitsPerIPI[0].SenderExitsPerIPI != 1 ||
+		st.ExitsPerIPI[0].ExitsPerIPI != 2 {
+		t.Errorf("exits per IPI %+v, want pv: 1 sender exit, 2 in all", st.ExitsPerIPI)
+	}
+}
+
+// TestMetricsCoverTable: every accounting counter with a metric is
+// exported under it, with its help, whatever its value.
+func TestMetricsCoverTable(t *testing.T) {
+	f := newFake(2)
+	var want []string
+	for _, k := range accounting.CPUCounterTable {
+		if k.Metric != "" {
+			want = append(want, k.Metric)
+		}
+	}
+	for _, k := range accounting.PlatformCounterTable {
+		if k.Metric != "" {
+			want = append(want, k.Metric)
+		}
+	}
+	for _, m := range want {
+		if n := testutil.CollectAndCount(collector{f}, m); n == 0 {
+			t.Errorf("no %s series", m)
+		}
+	}
+	if n := testutil.CollectAndCount(collector{f}, "govmm_injected_total"); n != 2 {
+		t.Errorf("%d govmm_injected_total series, want one per vCPU", n)
+	}
+	if n := testutil.CollectAndCount(collector{f}, "govmm_device_irqs_total"); n != 2 {
+		t.Errorf("%d govmm_device_irqs_total series, want physical and logical", n)
 	}
 }

@@ -11,11 +11,12 @@ import (
 // served. The dashboard attributes them interval by interval (one
 // sampling interval, Options.Interval):
 //
-//   - Sender exits: the ICR-class exits of a vCPU (xAPIC MMIO reads and
-//     writes of ICR and ICR2, x2APIC WRMSR/RDMSR of the ICR and SELF_IPI)
-//     in an interval are shared among the kinds that vCPU sent in that
-//     interval, in proportion to how many of each it sent. ICR exits in an
-//     interval in which the vCPU sent no IPI are unattributed.
+//   - Sender exits: the IPI-sending exits of a vCPU (ipiSend: xAPIC MMIO
+//     reads and writes of ICR and ICR2, x2APIC WRMSR/RDMSR of the ICR and
+//     SELF_IPI, the PV send-IPI) in an interval are shared among the kinds
+//     that vCPU sent in that interval, in proportion to how many of each it
+//     sent. Such exits in an interval in which the vCPU sent no IPI are
+//     unattributed.
 //     sender_exits_per_ipi[K] = attributed sender exits[K] / sent[K].
 //   - Receiver exits: the LAPIC EOI writes, kick exits and HLT exits of
 //     all vCPUs in an interval are shared among the kinds delivered in that
@@ -44,7 +45,10 @@ func (a *ipiAttrib) add(prev, cur *sample) {
 	var dDeliv [numKinds]uint64
 	var dDelivSum uint64
 	for i := range cur.exits {
-		icr := float64(delta(cur.classes[i][classICR], prev.classes[i][classICR]))
+		var sendExits float64
+		for _, c := range ipiSend {
+			sendExits += float64(delta(cur.classes[i][c], prev.classes[i][c]))
+		}
 		var dSent [numKinds]uint64
 		var dSentSum uint64
 		for k := range numKinds {
@@ -55,10 +59,10 @@ func (a *ipiAttrib) add(prev, cur *sample) {
 			dDelivSum += d
 		}
 		if dSentSum == 0 {
-			a.unattributedSender += icr
+			a.unattributedSender += sendExits
 		} else {
 			for k := range numKinds {
-				a.sender[k] += icr * float64(dSent[k]) / float64(dSentSum)
+				a.sender[k] += sendExits * float64(dSent[k]) / float64(dSentSum)
 			}
 		}
 		for _, c := range []class{classEOI, classKick, classHLT} {

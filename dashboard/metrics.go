@@ -3,6 +3,7 @@ package dashboard
 import (
 	"strconv"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -19,23 +20,12 @@ var (
 	descExits        = prometheus.NewDesc("govmm_exits_total", "VM exits by vCPU and cause.", []string{"cpu", "cause"}, nil)
 	descIPIsSent     = prometheus.NewDesc("govmm_ipis_sent_total", "IPIs sent (ICR writes that sent one) by sending vCPU and destination kind.", []string{"cpu", "kind"}, nil)
 	descIPIsDeliv    = prometheus.NewDesc("govmm_ipis_delivered_total", "IPI deliveries (targets reached) by sending vCPU and destination kind.", []string{"cpu", "kind"}, nil)
-	descInjected     = prometheus.NewDesc("govmm_injected_total", "Vectors injected into the vCPU with KVM_INTERRUPT.", []string{"cpu"}, nil)
-	descNMIs         = prometheus.NewDesc("govmm_nmis_injected_total", "NMIs injected into the vCPU.", []string{"cpu"}, nil)
-	descKicks        = prometheus.NewDesc("govmm_kicks_total", "Kicks (signal + immediate_exit) aimed at the vCPU.", []string{"cpu"}, nil)
-	descWakeups      = prometheus.NewDesc("govmm_wakeups_total", "Times the vCPU left HLT or wait-for-SIPI.", []string{"cpu"}, nil)
-	descPVEOIs       = prometheus.NewDesc("govmm_pv_eois_total", "EOIs the guest did through KVM's PV EOI (no exit).", []string{"cpu"}, nil)
-	descWithdrawn    = prometheus.NewDesc("govmm_injections_withdrawn_total", "Injections taken back at the SYSCALL doorbell (injected again later).", []string{"cpu"}, nil)
 	descState        = prometheus.NewDesc("govmm_vcpu_state", "1 for the state the vCPU is in, 0 for the others.", []string{"cpu", "state"}, nil)
 	descTPR          = prometheus.NewDesc("govmm_apic_tpr", "The LAPIC's task priority register.", []string{"cpu"}, nil)
 	descPPR          = prometheus.NewDesc("govmm_apic_ppr", "The LAPIC's processor priority register.", []string{"cpu"}, nil)
 	descIRR          = prometheus.NewDesc("govmm_apic_irr_vectors", "Vectors requested (IRR bits set) in the LAPIC.", []string{"cpu"}, nil)
 	descISR          = prometheus.NewDesc("govmm_apic_isr_vectors", "Vectors in service (ISR bits set) in the LAPIC.", []string{"cpu"}, nil)
-	descIOAPICFired  = prometheus.NewDesc("govmm_ioapic_fired_total", "IOAPIC redirection entries fired.", nil, nil)
-	descIOAPICLost   = prometheus.NewDesc("govmm_ioapic_lost_total", "IOAPIC interrupts no LAPIC accepted.", nil, nil)
-	descMSIs         = prometheus.NewDesc("govmm_msis_total", "MSIs from devices.", nil, nil)
-	descRemapped     = prometheus.NewDesc("govmm_remapped_total", "Interrupts translated through an interrupt-remapping table entry.", nil, nil)
 	descRemapFaults  = prometheus.NewDesc("govmm_remap_faults_total", "Interrupts the remapping unit blocked, by VT-d fault reason.", []string{"reason"}, nil)
-	descDeviceIRQs   = prometheus.NewDesc("govmm_device_irqs_total", "Device interrupts delivered, by destination mode.", []string{"dest_mode"}, nil)
 	descSectionExits = prometheus.NewDesc("govmm_section_exits_total", "Exits inside measured section (all vCPUs), by cause.", []string{"section", "cause"}, nil)
 	descInfo         = prometheus.NewDesc("govmm_info", "The VM: APIC mode, kernel and interrupt delivery path; always 1.", []string{"mode", "kernel", "delivery"}, nil)
 	descCPUs         = prometheus.NewDesc("govmm_vcpus", "Number of vCPUs.", nil, nil)
@@ -43,10 +33,59 @@ var (
 	descPhase        = prometheus.NewDesc("govmm_boot_phase_seconds", "When each boot milestone was reached, in seconds since the VM started.", []string{"phase"}, nil)
 )
 
+// counterMetric is an accounting counter with a Prometheus family.
+type counterMetric struct {
+	accounting.Counter
+	desc *prometheus.Desc
+}
+
+// cpuMetrics and platformMetrics export the counters of
+// accounting.CPUCounterTable and PlatformCounterTable that name a family;
+// counterFamilies describes each family once, however many counters (one
+// a label value) share it.
+var cpuMetrics, platformMetrics, counterFamilies = func() (cpu, platform []counterMetric, families map[string]*prometheus.Desc) {
+	families = map[string]*prometheus.Desc{}
+	metrics := func(table []accounting.Counter, labels ...string) []counterMetric {
+		var out []counterMetric
+		for _, k := range table {
+			if k.Metric == "" {
+				continue
+			}
+			d, ok := families[k.Metric]
+			if !ok {
+				l := labels
+				if k.Label.Name != "" {
+					l = append(l[:len(l):len(l)], k.Label.Name)
+				}
+				d = prometheus.NewDesc(k.Metric, k.Help, l, nil)
+				families[k.Metric] = d
+			}
+			out = append(out, counterMetric{k, d})
+		}
+		return out
+	}
+	return metrics(accounting.CPUCounterTable, "cpu"), metrics(accounting.PlatformCounterTable), families
+}()
+
+// collect sends the counter's value v; labels are those of its scope (the
+// cpu of a vCPU counter), its own label value follows.
+func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...string) {
+	t := prometheus.CounterValue
+	if m.Kind == accounting.KindGauge {
+		t = prometheus.GaugeValue
+	}
+	if m.Label.Name != "" {
+		labels = append(labels, m.Label.Value)
+	}
+	ch <- prometheus.MustNewConstMetric(m.desc, t, float64(v), labels...)
+}
+
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descInjected, descNMIs, descKicks,
-		descWakeups, descPVEOIs, descWithdrawn, descState, descTPR, descPPR, descIRR, descISR, descIOAPICFired, descIOAPICLost, descMSIs,
-		descRemapped, descRemapFaults, descDeviceIRQs, descSectionExits, descInfo, descCPUs, descStarted, descPhase} {
+	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descState, descTPR, descPPR, descIRR, descISR,
+		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase} {
+		ch <- d
+	}
+	for _, d := range counterFamilies {
 		ch <- d
 	}
 }
@@ -72,12 +111,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for kind, n := range cpu.IPIDelivered {
 			counter(descIPIsDeliv, n, id, kind)
 		}
-		counter(descInjected, cpu.Injected, id)
-		counter(descNMIs, cpu.NMIs, id)
-		counter(descKicks, cpu.KicksSent, id)
-		counter(descWakeups, cpu.Wakeups, id)
-		counter(descPVEOIs, cpu.PVEOIs, id)
-		counter(descWithdrawn, cpu.Withdrawn, id)
+		for _, m := range cpuMetrics {
+			m.collect(ch, *cpu.At(m.Counter), id)
+		}
 	}
 	for _, v := range c.src.CPUs() {
 		id := strconv.Itoa(v.CPU)
@@ -95,10 +131,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descISR, float64(len(a.ISR)), id)
 	}
 	p := r.Platform
-	counter(descIOAPICFired, p.IOAPICFired)
-	counter(descIOAPICLost, p.IOAPICLost)
-	counter(descMSIs, p.MSIs)
-	counter(descRemapped, p.Remapped)
+	for _, m := range platformMetrics {
+		m.collect(ch, *p.At(m.Counter))
+	}
 	var byReason uint64
 	for reason, n := range p.FaultByReason {
 		counter(descRemapFaults, n, reason)
@@ -108,8 +143,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if p.RemapFaults > byReason {
 		counter(descRemapFaults, p.RemapFaults-byReason, "other")
 	}
-	counter(descDeviceIRQs, p.DevicePhysical, "physical")
-	counter(descDeviceIRQs, p.DeviceLogical, "logical")
 	// A guest may measure the same section id more than once: one series
 	// per id, summed, or the scrape would hold duplicates.
 	type secCause struct {

@@ -23,8 +23,8 @@ type State struct {
 	CPUs        []CPUState               `json:"cpus"`
 	Total       Counters                 `json:"total"`
 	ExitsPerIPI []IPICost                `json:"exits_per_ipi"`
-	// Unattributed ICR exits (no IPI sent in their interval) and receiver
-	// exits (no delivery in their interval).
+	// Unattributed sender exits (ipiSend; no IPI sent in their interval)
+	// and receiver exits (no delivery in their interval).
 	UnattributedSenderExits   float64                    `json:"unattributed_sender_exits"`
 	UnattributedReceiverExits float64                    `json:"unattributed_receiver_exits"`
 	Platform                  Platform                   `json:"platform"`
@@ -53,12 +53,15 @@ type Counters struct {
 	// not counted per vCPU (its injections are).
 	IPIsSentPerSec      float64 `json:"ipis_sent_per_sec"`
 	IPIsDeliveredPerSec float64 `json:"ipis_delivered_per_sec"`
-	Injected            uint64  `json:"injected"`
-	InjectedPerSec      float64 `json:"injected_per_sec"`
-	NMIs                uint64  `json:"nmis"`
-	Kicks               uint64  `json:"kicks"`
-	Wakeups             uint64  `json:"wakeups"`
-	PVEOIs              uint64  `json:"pv_eois"`
+	// Accounting's CPUCounters as the page and 'govmm top' read them:
+	// under names of the dashboard's own (kicks is kicks_sent) and present
+	// when zero, so named here rather than embedded with the report's tags.
+	Injected       uint64  `json:"injected"`
+	InjectedPerSec float64 `json:"injected_per_sec"`
+	NMIs           uint64  `json:"nmis"`
+	Kicks          uint64  `json:"kicks"`
+	Wakeups        uint64  `json:"wakeups"`
+	PVEOIs         uint64  `json:"pv_eois"`
 	// Injections withdrawn at the SYSCALL doorbell (not in Injected).
 	Withdrawn uint64 `json:"withdrawn"`
 	// (LAPIC EOI + kick + HLT exits) / injected vectors, 0 before any.
