@@ -261,7 +261,7 @@ type Entry struct {
 }
 
 func (e Entry) String() string {
-	s := fmt.Sprintf("%-4s %#010x-%#010x  %s", e.Space, e.Base, e.End, e.Name)
+	s := fmt.Sprintf("%-4s 0x%08x-0x%08x  %s", e.Space, e.Base, e.End, e.Name)
 	switch {
 	case e.Movable:
 		s += " (per vCPU, movable: reset base)"

@@ -119,28 +119,25 @@ func (p *platform) SetLine(n int, level bool) { p.ioapic.SetLine(n, level) }
 // register claims the IOAPIC and remapping-unit register pages.
 func (p *platform) register(b *exitbus.Bus) error {
 	err := b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vioapic.Base, Len: 0x1000, Name: "IOAPIC",
-		Cause: exitbus.ByAccess(ioapicCause),
-		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
-			if a.Write {
-				p.ioapic.WriteMMIO(a.Off, a.Data)
-			} else {
-				p.ioapic.ReadMMIO(a.Off, a.Data)
-			}
-			return nil
-		})})
+		Cause: exitbus.ByAccess(ioapicCause), Handler: page(p.ioapic.ReadMMIO, p.ioapic.WriteMMIO)})
 	if err != nil || p.iommu == nil {
 		return err
 	}
 	return b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vintremap.Base, Len: 0x1000, Name: "VT-d remapping unit",
-		Cause: exitbus.ReadWrite(accounting.CauseMMIOIOMMURead, accounting.CauseMMIOIOMMUWrite),
-		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
-			if a.Write {
-				p.iommu.WriteMMIO(a.Off, a.Data)
-			} else {
-				p.iommu.ReadMMIO(a.Off, a.Data)
-			}
-			return nil
-		})})
+		Cause:   exitbus.ReadWrite(accounting.CauseMMIOIOMMURead, accounting.CauseMMIOIOMMUWrite),
+		Handler: page(p.iommu.ReadMMIO, p.iommu.WriteMMIO)})
+}
+
+// page serves a register page with its read and write methods.
+func page(read, write func(off uint64, data []byte)) exitbus.Handler {
+	return exitbus.HandlerFunc(func(a *exitbus.Access) error {
+		if a.Write {
+			write(a.Off, a.Data)
+		} else {
+			read(a.Off, a.Data)
+		}
+		return nil
+	})
 }
 
 func ioapicCause(off uint64, write bool) accounting.Cause {

@@ -23,8 +23,7 @@ type pvUnit interface {
 }
 
 // pvUnits are the VM's paravirtual features, built from its configuration
-// and the objects they serve (nil ones for claimedMSRs, which only
-// registers them).
+// and the objects they serve (none for msrBus, which only registers them).
 type pvUnits struct {
 	eoi      *pveoi.Unit
 	ipi      *pvipi.Unit
@@ -83,17 +82,8 @@ func msrFilter(b *exitbus.Bus) []kvm.MSRRange {
 // (built without a VM behind it), but TSC deadline, which the probe
 // measures on its own (hostprobe.Answers.TSCDeadlineReaches).
 func claimedMSRs() []hostprobe.Claimed {
-	vm := &VM{}
-	var b exitbus.Bus
-	if err := vm.registerLAPICs(&b); err != nil {
-		panic(err)
-	}
-	if err := (pvUnits{eoi: pveoi.New(false, nil, nil, nil), ipi: pvipi.New(false, nil, nil, nil),
-		doorbell: pvsyscall.New(false, 0)}).register(&b); err != nil {
-		panic(err)
-	}
 	var out []hostprobe.Claimed
-	for _, r := range b.FilteredMSRs() {
+	for _, r := range msrBus().FilteredMSRs() {
 		for i := range r.Len {
 			if idx := uint32(r.Base + i); idx != vlapic.MSRTSCDeadline {
 				out = append(out, hostprobe.Claimed{Name: r.Name, Index: idx})
@@ -101,4 +91,18 @@ func claimedMSRs() []hostprobe.Claimed {
 		}
 	}
 	return out
+}
+
+// msrBus is the MSR part of every VM's exit bus, with no VM behind its
+// handlers: the LAPICs' MSRs and the PV units'.
+func msrBus() *exitbus.Bus {
+	var b exitbus.Bus
+	vm := &VM{}
+	if err := vm.registerLAPICs(&b); err != nil {
+		panic(err)
+	}
+	if err := vm.newPVUnits().register(&b); err != nil {
+		panic(err)
+	}
+	return &b
 }
