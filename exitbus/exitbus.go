@@ -164,6 +164,9 @@ func (c *Cause) Of(off uint64, write bool) (accounting.Cause, bool) {
 	return c.fixed, true
 }
 
+// Deferred reports HandlerCharges: the handler charges the access.
+func (c *Cause) Deferred() bool { return c.late }
+
 // Range is one registration.
 type Range struct {
 	Space Space

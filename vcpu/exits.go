@@ -172,7 +172,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 // charged charges what the handler of a HandlerCharges range decided, if
 // it decided (a handler that fails may not have).
 func (v *VCPU) charged(r *exitbus.Range, a *exitbus.Access) {
-	if _, early := r.Cause.Of(a.Off, a.Write); !early {
+	if r.Cause.Deferred() {
 		if c, ok := a.Charged(); ok {
 			v.acct.Exit(c)
 		}
