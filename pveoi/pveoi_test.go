@@ -7,27 +7,24 @@ import (
 
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/hvcpuid"
+	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 )
-
-type ram []byte
-
-func (r ram) Slice(gpa, n uint64) ([]byte, error) {
-	if gpa+n > uint64(len(r)) {
-		return nil, errors.New("outside RAM")
-	}
-	return r[gpa : gpa+n], nil
-}
 
 type lapic struct{ eois int }
 
 func (l *lapic) EOI() { l.eois++ }
 
-func newUnit(enabled bool) (*Unit, ram, *lapic, *atomic.Uint64, *exitbus.Bus) {
-	mem := make(ram, 0x2000)
+func newUnit(t *testing.T, enabled bool) (*Unit, []byte, *lapic, *atomic.Uint64, *exitbus.Bus) {
+	m, err := memory.New(2 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	mem, _ := m.Slice(0, 0x2000)
 	l := &lapic{}
 	n := &atomic.Uint64{}
-	u := New(enabled, mem, []LAPIC{l}, []*atomic.Uint64{n})
+	u := New(enabled, m, []LAPIC{l}, []*atomic.Uint64{n})
 	var b exitbus.Bus
 	if err := u.Register(&b); err != nil {
 		panic(err)
@@ -52,7 +49,7 @@ func rdmsr(b *exitbus.Bus) (uint64, error) {
 }
 
 func TestOffMeansGP(t *testing.T) {
-	u, _, _, _, b := newUnit(false)
+	u, _, _, _, b := newUnit(t, false)
 	if err := wrmsr(b, 0x1001); !errors.Is(err, vlapic.ErrGP) {
 		t.Errorf("write without the feature: %v", err)
 	}
@@ -70,13 +67,13 @@ func TestOffMeansGP(t *testing.T) {
 }
 
 func TestOfferAndComplete(t *testing.T) {
-	u, mem, l, n, b := newUnit(true)
+	u, mem, l, n, b := newUnit(t, true)
 	var leaves hvcpuid.Leaves
 	u.CPUID(&leaves)
 	if leaves.KVMFeatures != KVMFeatureEOI {
 		t.Errorf("KVM features %#x", leaves.KVMFeatures)
 	}
-	for _, bad := range []uint64{0x1003, 1, 0x3000 | 1} {
+	for _, bad := range []uint64{0x1003, 1, 4<<20 | 1} {
 		if err := wrmsr(b, bad); !errors.Is(err, vlapic.ErrGP) {
 			t.Errorf("WRMSR %#x: %v, want #GP", bad, err)
 		}
