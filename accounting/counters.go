@@ -32,7 +32,7 @@ type CPUCounters[T any] struct {
 	Wakeups     T `json:"wakeups" metric:"govmm_wakeups_total" help:"Times the vCPU left HLT or wait-for-SIPI." column:"woken"`
 	PVEOIs      T `json:"pv_eois,omitempty" metric:"govmm_pv_eois_total" help:"EOIs the guest did through KVM's PV EOI (no exit)." listed:"pv_eois"`
 	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
-	// have delivered them at CPL0 on the user stack; vcpu/syscall.go).
+	// have delivered them at CPL0 on the user stack; pvsyscall/unit.go).
 	Withdrawn T `json:"withdrawn,omitempty" metric:"govmm_injections_withdrawn_total" help:"Injections taken back at the SYSCALL doorbell (injected again later)." listed:"withdrawn_at_syscall_doorbell"`
 }
 

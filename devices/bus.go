@@ -1,48 +1,30 @@
-// Package devices holds govmm's emulated platform devices and the port-I/O
-// bus that dispatches exits to them. Each device owns its state; the bus is
-// built once before the vCPUs start and is read-only afterwards, so lookups
-// take no lock.
+// Package devices holds govmm's emulated platform devices. Each device
+// owns its state; each claims its ports on the VM's exit bus (package
+// exitbus) through Port.
 package devices
 
-import (
-	"sort"
+import "github.com/govmm/govmm/exitbus"
 
-	"github.com/govmm/govmm/accounting"
-)
-
-// PortDevice is a device on the I/O port bus. In and Out are called from
-// vCPU threads, possibly several at once: a device guards its own state.
-// port is absolute; data is 1, 2 or 4 bytes, little-endian.
+// PortDevice is a device on I/O ports. In and Out are called from vCPU
+// threads, possibly several at once: a device guards its own state. port
+// is absolute; data is 1, 2 or 4 bytes, little-endian.
 type PortDevice interface {
 	In(cpu int, port uint16, data []byte)
 	Out(cpu int, port uint16, data []byte)
 }
 
-type portRange struct {
-	base, end uint16 // [base, end)
-	dev       PortDevice
-	cause     accounting.Cause
-}
+// Port serves dev's ports from the exit bus.
+func Port(dev PortDevice) exitbus.Handler { return portHandler{dev} }
 
-// PortBus maps port ranges to devices.
-type PortBus struct {
-	ranges []portRange
-}
+type portHandler struct{ dev PortDevice }
 
-// Register adds dev at ports [base, base+n) counted as cause.
-func (b *PortBus) Register(base, n uint16, cause accounting.Cause, dev PortDevice) {
-	b.ranges = append(b.ranges, portRange{base, base + n, dev, cause})
-	sort.Slice(b.ranges, func(i, j int) bool { return b.ranges[i].base < b.ranges[j].base })
-}
-
-// Lookup finds the device at port; ok is false for an unclaimed port, which
-// reads as all ones and ignores writes, as on a PC.
-func (b *PortBus) Lookup(port uint16) (PortDevice, accounting.Cause, bool) {
-	i := sort.Search(len(b.ranges), func(i int) bool { return b.ranges[i].end > port })
-	if i < len(b.ranges) && b.ranges[i].base <= port {
-		return b.ranges[i].dev, b.ranges[i].cause, true
+func (p portHandler) Access(a *exitbus.Access) error {
+	if a.Write {
+		p.dev.Out(a.CPU, uint16(a.Addr), a.Data)
+	} else {
+		p.dev.In(a.CPU, uint16(a.Addr), a.Data)
 	}
-	return nil, accounting.CausePIOOther, false
+	return nil
 }
 
 func le(data []byte) uint32 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
 )
 
 func TestFwCfg(t *testing.T) {
@@ -35,28 +36,46 @@ func TestFwCfg(t *testing.T) {
 
 func TestSerialAndBus(t *testing.T) {
 	var out bytes.Buffer
-	var b PortBus
-	b.Register(0x3F8, 8, accounting.CausePIOSerial, NewSerial(&out))
+	var b exitbus.Bus
+	reg := func(base, n uint64, name string, c accounting.Cause, dev PortDevice) {
+		if err := b.Register(exitbus.Range{Space: exitbus.PIO, Base: base, Len: n, Name: name, Cause: exitbus.Fixed(c), Handler: Port(dev)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg(0x3F8, 8, "serial", accounting.CausePIOSerial, NewSerial(&out))
 	status := -1
-	b.Register(0xF4, 4, accounting.CausePIODebugExit, &DebugExit{Exit: func(s int) { status = s }})
-	dev, cause, ok := b.Lookup(0x3FD)
-	if !ok || cause != accounting.CausePIOSerial {
-		t.Fatalf("0x3fd: %v %v", ok, cause)
+	reg(0xF4, 4, "debug exit", accounting.CausePIODebugExit, &DebugExit{Exit: func(s int) { status = s }})
+	access := func(port uint64, write bool, data []byte) {
+		t.Helper()
+		r, base := b.Lookup(0, exitbus.PIO, port)
+		if r == nil {
+			t.Fatalf("port %#x unclaimed", port)
+		}
+		var a exitbus.Access
+		a.Reset(0, port, base, write, nil)
+		a.Data = data
+		if err := r.Handler.Access(&a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, _ := b.Lookup(0, exitbus.PIO, 0x3FD); r == nil {
+		t.Fatal("0x3fd unclaimed")
+	} else if c, _ := r.Cause.Of(5, false); c != accounting.CausePIOSerial {
+		t.Fatalf("0x3fd: cause %v", c)
 	}
 	lsr := []byte{0}
-	dev.In(0, 0x3FD, lsr)
+	access(0x3FD, false, lsr)
 	if lsr[0]&lsrTHRE == 0 {
 		t.Error("LSR does not report THR empty")
 	}
-	dev.Out(0, 0x3F8, []byte{'x'})
+	access(0x3F8, true, []byte{'x'})
 	if out.String() != "x" {
 		t.Errorf("serial wrote %q", out.String())
 	}
-	if _, _, ok := b.Lookup(0x400); ok {
+	if r, _ := b.Lookup(0, exitbus.PIO, 0x400); r != nil {
 		t.Error("unclaimed port claimed")
 	}
-	dev, _, _ = b.Lookup(0xF4)
-	dev.Out(0, 0xF4, []byte{3, 0, 0, 0})
+	access(0xF4, true, []byte{3, 0, 0, 0})
 	if status != 7 {
 		t.Errorf("debug exit status %d, want 7", status)
 	}

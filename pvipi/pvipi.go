@@ -10,9 +10,7 @@
 //
 // ABI (version 1):
 //
-//	CPUID 0x40000100: EAX = 0x40000102 (highest govmm leaf; 0x40000102 is
-//	                  the SYSCALL doorbell of package pvsyscall),
-//	                  EBX, ECX, EDX = "GovmmGovmmGo" (the signature)
+//	CPUID 0x40000100: govmm's signature leaf (package hvcpuid)
 //	CPUID 0x40000101: EAX bit 0 = PV send-IPI available
 //
 //	WRMSR 0x4D564F50 (MSRSendIPI) with
@@ -29,24 +27,72 @@
 //
 // A guest sends an IPI to CPUs in several 4096-ID windows with one WRMSR
 // per window: on a VM of up to 4096 vCPUs, every multicast is one exit.
+//
+// The unit (Unit) claims the MSR on the exit bus and sets its CPUID bit.
 package pvipi
 
 import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/vlapic"
 )
 
 // ABI constants.
 const (
 	MSRSendIPI     = 0x4D564F50
-	CPUIDBase      = 0x40000100
-	CPUIDFeatures  = 0x40000101
-	FeatureSendIPI = 1 << 0
+	FeatureSendIPI = 1 << 0 // in CPUID hvcpuid.Features EAX
 	MaxWords       = 64
-	Signature      = "GovmmGovmmGo"
 )
+
+// Unit is PV send-IPI for a VM. Its MSR is claimed whether or not the
+// feature is offered: without it a WRMSR answers #GP (charged the same).
+// Safe for every vCPU at once: it keeps no state of its own.
+type Unit struct {
+	enabled bool
+	mem     Memory
+	apics   *vlapic.Bus
+	// count is told of each send: the sending CPU and the targets reached.
+	count func(cpu, delivered int)
+}
+
+// New returns the unit; enabled offers the feature.
+func New(enabled bool, mem Memory, apics *vlapic.Bus, count func(cpu, delivered int)) *Unit {
+	return &Unit{enabled: enabled, mem: mem, apics: apics, count: count}
+}
+
+// CPUID sets the feature bit when offered.
+func (u *Unit) CPUID(l *hvcpuid.Leaves) {
+	if u.enabled {
+		l.Features |= FeatureSendIPI
+	}
+}
+
+// Register claims the MSR, in the MSR filter (an MSR KVM does not know
+// reaches user space anyway; the filter makes sure, and the host probe
+// checks it).
+func (u *Unit) Register(b *exitbus.Bus) error {
+	return b.Register(exitbus.Range{Space: exitbus.MSR, Base: MSRSendIPI, Len: 1, Name: "PV_SEND_IPI", Filter: true,
+		Cause: exitbus.Fixed(accounting.CauseMSRPVIPI), Handler: exitbus.HandlerFunc(u.send)})
+}
+
+// send serves the trap: a WRMSR with the arguments in EDX:EAX, RSI, RDI.
+func (u *Unit) send(a *exitbus.Access) error {
+	if !a.Write || !u.enabled {
+		return vlapic.ErrGP
+	}
+	regs := &a.VCPU.KVM().RunData().Sync.Regs
+	req, err := Decode(u.mem, a.Value, regs.RSI, regs.RDI)
+	if err != nil {
+		return vlapic.ErrGP
+	}
+	n := req.Deliver(u.apics, a.CPU)
+	u.count(a.CPU, n)
+	return nil
+}
 
 // ErrInvalid is a request the ABI answers with #GP.
 var ErrInvalid = errors.New("pvipi: invalid request")

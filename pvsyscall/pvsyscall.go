@@ -122,7 +122,7 @@ import (
 
 // ABI constants.
 const (
-	FeatureDoorbell = 1 << 1     // in CPUID 0x40000101 EAX (pvipi.CPUIDFeatures)
+	FeatureDoorbell = 1 << 1     // in CPUID 0x40000101 EAX (hvcpuid.Features)
 	CPUIDDoorbell   = 0x40000102 // EAX, EBX: doorbell page GPA
 	MSRSyscallEntry = 0x4D564F51
 	// DoorbellGPA is where govmm puts the doorbell page: in the PCI hole,

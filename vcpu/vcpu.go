@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govmm/govmm/accounting"
-	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
@@ -20,31 +20,46 @@ import (
 	"github.com/govmm/govmm/xstate"
 )
 
-// MMIOHandler serves guest-physical MMIO that is not the vCPU's own xAPIC
-// page (IOAPIC, remapping unit, ...). It reports whether addr is claimed and
-// the accounting cause to charge.
-type MMIOHandler interface {
-	MMIO(cpu int, addr uint64, data []byte, write bool) (accounting.Cause, bool)
+// PVEOI is the vCPU loop's side of PV EOI (package pveoi): the vCPU calls
+// these at fixed points, all on its own thread.
+type PVEOI interface {
+	// Sync completes an EOI the guest did through its PV EOI word: before
+	// each entry looks for a vector to inject, in a halt, at a kick.
+	Sync()
+	// Complete takes the offer back before a nested vector is injected
+	// (the first one then needs a real EOI unless the guest already did
+	// it).
+	Complete()
+	// Offer sets the guest's bit for the vector just injected, which the
+	// LAPIC allowed to be EOIed that way (vlapic.LAPIC.AcknowledgePV).
+	Offer()
+	// Retract clears the guest's bit for an injection withdrawn.
+	Retract()
+	// Reset is INIT: PV EOI off, nothing pending.
+	Reset()
 }
+
+type noPVEOI struct{}
+
+func (noPVEOI) Sync()     {}
+func (noPVEOI) Complete() {}
+func (noPVEOI) Offer()    {}
+func (noPVEOI) Retract()  {}
+func (noPVEOI) Reset()    {}
 
 // Config wires a vCPU to the rest of the VM.
 type Config struct {
 	KVM   *kvm.VCPU
 	LAPIC *vlapic.LAPIC
 	Acct  *accounting.VCPU
-	Ports *devices.PortBus
-	MMIO  MMIOHandler // may be nil
+	// Bus serves the vCPU's PIO, MMIO and MSR exits (read-only once the
+	// vCPU runs).
+	Bus   *exitbus.Bus
 	Clock vlapic.Clock
-	// Mem is guest RAM, for completing instructions with memory operands
-	// and reading PV IPI bitmaps.
+	// Mem is guest RAM, for completing instructions with memory operands.
 	Mem *memory.Memory
-	// APICs is the APIC bus, for PV IPIs; nil disables them (#GP).
-	APICs *vlapic.Bus
-	// PVEOI serves KVM's PV EOI MSR (the VM advertises the feature).
-	PVEOI bool
-	// SyscallDoorbell serves govmm's SYSCALL doorbell (package pvsyscall;
-	// the VM advertises it).
-	SyscallDoorbell bool
+	// PVEOI is this vCPU's PV EOI state (package pveoi); nil: none.
+	PVEOI PVEOI
 	// XState is the vCPU's XSAVE layout (from its CPUID), for completing
 	// the XSAVE family where the host's emulator cannot; nil leaves them
 	// to KVM. XSAVESize is KVM's XSAVE image size (KVM_CAP_XSAVE2).
@@ -71,11 +86,11 @@ type VCPU struct {
 	kvm   *kvm.VCPU
 	lapic *vlapic.LAPIC
 	acct  *accounting.VCPU
-	ports *devices.PortBus
-	mmio  MMIOHandler
+	bus   *exitbus.Bus
+	acc   exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	pveoi PVEOI
 	clock vlapic.Clock
 	mem   *memory.Memory
-	apics *vlapic.Bus
 	done  <-chan struct{}
 	boot  *EntryState
 
@@ -86,14 +101,6 @@ type VCPU struct {
 	wake        chan struct{}
 	dumpTo      atomic.Pointer[io.Writer]
 	syms        func() *ksyms.Table
-
-	pvEOI        bool   // PV EOI offered to the guest
-	pvEOIAddr    uint64 // guest-physical address of its PV EOI word; 0: off
-	pvEOIMSR     uint64 // what the guest last wrote to MSR_KVM_PV_EOI_EN
-	pvEOIPending bool   // the guest's bit is set for the vector in service
-
-	syscallDoorbell bool   // the SYSCALL doorbell is offered
-	syscallEntry    uint64 // the kernel's real SYSCALL entry; 0: doorbell off
 
 	// sregsFresh: run.Sync.Sregs holds this exit's segment and control
 	// registers (read by sregs). Cleared by every KVM_RUN.
@@ -119,9 +126,11 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, ports: c.Ports, mmio: c.MMIO, clock: c.Clock, mem: c.Mem, apics: c.APICs, pvEOI: c.PVEOI,
-		syscallDoorbell: c.SyscallDoorbell,
-		done:            c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+	if v.pveoi == nil {
+		v.pveoi = noPVEOI{}
+	}
 	if c.XState != nil {
 		v.xstate, v.xsaveBuf = c.XState, make([]byte, max(c.XSAVESize, kvm.XSAVEMinSize))
 	}
@@ -223,7 +232,7 @@ func (v *VCPU) Run() error {
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
 	v.takeEvents()
-	v.syncPVEOI()
+	v.pveoi.Sync()
 	_, pending := v.lapic.PendingVector()
 	if pending || v.events.NMI || v.events.INIT || v.events.SIPI || v.stopped() {
 		return accounting.CauseKick
@@ -262,7 +271,7 @@ func (v *VCPU) prepareEntry() error {
 	v.takeEvents()
 	if v.events.INIT {
 		v.events.INIT = false
-		v.pvEOIAddr, v.pvEOIMSR, v.pvEOIPending = 0, 0, false
+		v.pveoi.Reset()
 		v.lapic.InitReset()
 		if !v.waitSIPI() {
 			return errStop
@@ -276,12 +285,12 @@ func (v *VCPU) prepareEntry() error {
 		}
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
-	v.syncPVEOI()
+	v.pveoi.Sync()
 	allowed := interruptAllowed(run, v.exceptionQueued)
 	injected := -1
 	if _, ok := v.lapic.PendingVector(); ok {
 		if allowed {
-			v.completePVEOI() // a nested vector: the first one needs a real EOI
+			v.pveoi.Complete() // a nested vector: the first one needs a real EOI
 			if vec, ok, pv := v.lapic.AcknowledgePV(); ok {
 				// The vector is in service now: failing to inject it
 				// would lose it, so that is fatal, never silent.
@@ -291,7 +300,7 @@ func (v *VCPU) prepareEntry() error {
 				injected = int(vec)
 				v.acct.Inject(vec)
 				if pv {
-					v.offerPVEOI()
+					v.pveoi.Offer()
 				}
 			}
 		}
@@ -336,7 +345,7 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	for {
 		v.lapic.Tick()
 		v.takeEvents()
-		v.syncPVEOI()
+		v.pveoi.Sync()
 		if v.events.NMI || v.events.INIT {
 			break
 		}

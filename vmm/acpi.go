@@ -54,8 +54,9 @@ func (vm *VM) installACPI() error {
 	}
 	pm := &devices.ACPIPM{EvtPort: portPM1aEvt, CntPort: portPM1aCnt, ResetPort: portReset, ResetValue: resetValue,
 		PowerOff: func() { vm.end("poweroff", 0) }, Reset: func() { vm.end("reboot", 0) }}
-	vm.ports.Register(portPM1aEvt, 6, accounting.CausePIOACPIPM, pm)
-	vm.ports.Register(portReset, 1, accounting.CausePIOACPIPM, pm)
-	vm.ports.Register(portPMTimer, 4, accounting.CausePIOACPIPM, &devices.PMTimer{Now: vm.clock.Now})
-	return nil
+	return vm.registerPorts([]portDevice{
+		{portPM1aEvt, 6, "ACPI PM1a event/control", accounting.CausePIOACPIPM, pm},
+		{portReset, 1, "ACPI reset", accounting.CausePIOACPIPM, pm},
+		{portPMTimer, 4, "ACPI PM timer", accounting.CausePIOACPIPM, &devices.PMTimer{Now: vm.clock.Now}},
+	})
 }

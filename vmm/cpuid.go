@@ -1,10 +1,9 @@
 package vmm
 
 import (
+	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/internal/hostcpu"
 	"github.com/govmm/govmm/kvm"
-	"github.com/govmm/govmm/pvipi"
-	"github.com/govmm/govmm/pvsyscall"
 	"github.com/govmm/govmm/xstate"
 )
 
@@ -18,20 +17,13 @@ const (
 	amdPerfCtrNB         = 1 << 24
 	amdPerfCtrLLC        = 1 << 28
 	cpuid1EDXAPIC        = 1 << 9
-	kvmCPUIDSignature    = 0x40000000
-	kvmCPUIDFeatures     = 0x40000001
-
-	kvmFeatureClocksource2      = 1 << 3
-	kvmFeaturePVEOI             = 1 << 6
-	kvmFeatureClocksourceStable = 1 << 24
 )
 
 // cpuidFor derives vCPU id's CPUID from what KVM supports: its APIC IDs,
 // the x2APIC and TSC-deadline bits as configured, the hypervisor bit, and
-// no KVM PV feature (each one would make a guest issue hypercalls that need
-// KVM's in-kernel APIC, or that hang on emulating hosts).
+// the hypervisor leaves of the VM's PV features (package hvcpuid).
 func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CPUIDEntry {
-	x2apic, pvIPI, pvEOI := o.x2apic, o.pvIPI, o.pvEOI
+	x2apic := o.x2apic
 	out := make([]kvm.CPUIDEntry, 0, len(supported))
 	// An emulating host's KVM may offer XSAVE state (leaf 0xD) but clear
 	// CPUID.1:ECX.XSAVE, while its guests see the host's leaf 1 with XSAVE
@@ -98,36 +90,16 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 			e.EAX, e.EBX, e.ECX, e.EDX = 0, 0, 0, 0
 		case 0x80000001:
 			e.ECX &^= amdPerfCtrCore | amdPerfCtrNB | amdPerfCtrLLC
-		case kvmCPUIDFeatures:
-			// kvmclock (and PV EOI when asked for): kvmclock's MSRs are handled inside KVM with or without
-			// an in-kernel APIC, and nothing of it is a hypercall.
-			e.EAX, e.EBX, e.ECX, e.EDX = kvmFeatureClocksource2|kvmFeatureClocksourceStable, 0, 0, 0
-			if pvEOI {
-				e.EAX |= kvmFeaturePVEOI // served by govmm, not KVM (vcpu/pveoi.go)
-			}
 		}
 		out = append(out, e)
 	}
-	// govmm's own leaves (package pvipi): signature, then features.
-	sig := []byte(pvipi.Signature)
-	le := func(b []byte) uint32 { return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24 }
-	var feat uint32
-	if pvIPI {
-		feat |= pvipi.FeatureSendIPI
-	}
-	if o.doorbell {
-		feat |= pvsyscall.FeatureDoorbell
-	}
-	out = append(out,
-		kvm.CPUIDEntry{Function: pvipi.CPUIDBase, EAX: pvsyscall.CPUIDDoorbell, EBX: le(sig[0:]), ECX: le(sig[4:]), EDX: le(sig[8:])},
-		kvm.CPUIDEntry{Function: pvipi.CPUIDFeatures, EAX: feat},
-		kvm.CPUIDEntry{Function: pvsyscall.CPUIDDoorbell, EAX: pvsyscall.DoorbellGPA & 0xFFFFFFFF, EBX: pvsyscall.DoorbellGPA >> 32})
-	return out
+	return o.pv.Apply(out)
 }
 
 // cpuidOptions are the VM-wide choices CPUID shows.
 type cpuidOptions struct {
-	x2apic, pvIPI, pvEOI, doorbell bool
+	x2apic bool
+	pv     hvcpuid.Leaves // what the PV features show (vmm/pv.go)
 	// tscDeadline advertises TSC-deadline mode: only where the host probe
 	// found that a guest's WRMSR to IA32_TSC_DEADLINE reaches govmm (on
 	// VMX with the preemption timer KVM drops it: docs/hosts.md). Without

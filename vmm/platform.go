@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
@@ -18,7 +19,7 @@ const IOAPICSourceID = 0xFF00
 // platform carries device interrupts to the APIC bus: IOAPIC pins and MSIs,
 // through the VT-d remapping unit once the guest enabled it. It is the
 // vioapic.Sink and vintremap.Interrupter of the VM and serves their MMIO
-// pages (vcpu.MMIOHandler). Every method may run on any vCPU or device
+// pages (register). Every method may run on any vCPU or device
 // thread at once: the devices it holds guard themselves; the counters are
 // atomics.
 type platform struct {
@@ -115,27 +116,28 @@ func (p *platform) fault(err error) {
 // SetLine drives IOAPIC input line n (pc-testdev, devices).
 func (p *platform) SetLine(n int, level bool) { p.ioapic.SetLine(n, level) }
 
-// MMIO serves the IOAPIC and remapping-unit register pages.
-func (p *platform) MMIO(cpu int, addr uint64, data []byte, write bool) (accounting.Cause, bool) {
-	switch {
-	case addr-vioapic.Base < 0x1000:
-		off := addr - vioapic.Base
-		if write {
-			p.ioapic.WriteMMIO(off, data)
-		} else {
-			p.ioapic.ReadMMIO(off, data)
-		}
-		return ioapicCause(off, write), true
-	case p.iommu != nil && addr-vintremap.Base < 0x1000:
-		off := addr - vintremap.Base
-		if write {
-			p.iommu.WriteMMIO(off, data)
-			return accounting.CauseMMIOIOMMUWrite, true
-		}
-		p.iommu.ReadMMIO(off, data)
-		return accounting.CauseMMIOIOMMURead, true
+// register claims the IOAPIC and remapping-unit register pages.
+func (p *platform) register(b *exitbus.Bus) error {
+	err := b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vioapic.Base, Len: 0x1000, Name: "IOAPIC",
+		Cause: exitbus.ByAccess(ioapicCause), Handler: page(p.ioapic.ReadMMIO, p.ioapic.WriteMMIO)})
+	if err != nil || p.iommu == nil {
+		return err
 	}
-	return 0, false
+	return b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vintremap.Base, Len: 0x1000, Name: "VT-d remapping unit",
+		Cause:   exitbus.ReadWrite(accounting.CauseMMIOIOMMURead, accounting.CauseMMIOIOMMUWrite),
+		Handler: page(p.iommu.ReadMMIO, p.iommu.WriteMMIO)})
+}
+
+// page serves a register page with its read and write methods.
+func page(read, write func(off uint64, data []byte)) exitbus.Handler {
+	return exitbus.HandlerFunc(func(a *exitbus.Access) error {
+		if a.Write {
+			write(a.Off, a.Data)
+		} else {
+			read(a.Off, a.Data)
+		}
+		return nil
+	})
 }
 
 func ioapicCause(off uint64, write bool) accounting.Cause {

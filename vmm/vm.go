@@ -10,6 +10,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
@@ -35,17 +36,20 @@ const (
 
 // VM is one virtual machine ready to run.
 type VM struct {
-	cfg    Config
-	sys    *kvm.System
-	kvm    *kvm.VM
-	mem    *memory.Memory
-	apics  *vlapic.Bus
-	cpus   []*vcpu.VCPU
-	kvcpu  []*kvm.VCPU
-	acct   *accounting.VM
-	clock  *hostClock
-	ports  devices.PortBus
+	cfg   Config
+	sys   *kvm.System
+	kvm   *kvm.VM
+	mem   *memory.Memory
+	apics *vlapic.Bus
+	cpus  []*vcpu.VCPU
+	kvcpu []*kvm.VCPU
+	acct  *accounting.VM
+	clock *hostClock
+	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
+	// filter); complete when New returns, read-only from then on.
+	bus    exitbus.Bus
 	plat   *platform
+	pv     pvUnits
 	serial *devices.Serial
 	linux  bool // the kernel is Linux (else Multiboot)
 	// doorbell: the SYSCALL doorbell is offered (Config.SyscallDoorbell
@@ -146,24 +150,28 @@ func New(cfg Config) (vm *VM, err error) {
 	if err = vm.createVCPUs(boot); err != nil {
 		return nil, err
 	}
-	vm.setupDevices()
+	if err = vm.setupDevices(); err != nil {
+		return nil, err
+	}
 	if err = vm.installACPI(); err != nil {
 		return nil, fmt.Errorf("cannot build the ACPI tables: %w", err)
+	}
+	if err = vm.kvm.SetMSRFilter(msrFilter(&vm.bus)); err != nil {
+		return nil, err
 	}
 	return vm, nil
 }
 
 // setupKVM routes the APIC to user space: with no in-kernel irqchip KVM
 // already sends x2APIC MSRs (0x800-0x8FF) out as "invalid" accesses; the
-// filter adds TSC deadline (KVM would silently drop it) and APIC_BASE (so
-// that govmm answers illegal transitions with #GP).
+// MSR filter, installed once the exit bus is complete (New, msrFilter),
+// adds the MSRs KVM knows that govmm claims (TSC deadline, which KVM would
+// silently drop; APIC_BASE, so that govmm answers illegal transitions with
+// #GP; the PV MSRs).
 func (vm *VM) setupKVM() error {
 	if err := vm.kvm.EnableCap(kvm.CapX86UserSpaceMSR,
 		kvm.MSRExitReasonInval|kvm.MSRExitReasonUnknown|kvm.MSRExitReasonFilter); err != nil {
 		return err
-	}
-	deny := func(msr uint32) kvm.MSRRange {
-		return kvm.MSRRange{Base: msr, Allow: []bool{false}, Read: true, Write: true}
 	}
 	// No PMU for the guest where KVM can switch it off (its overflow
 	// interrupts need KVM's in-kernel APIC); CPUID hides it everywhere.
@@ -171,13 +179,6 @@ func (vm *VM) setupKVM() error {
 		if err := vm.kvm.EnableCap(kvm.CapPMUCapability, kvm.PMUCapDisable); err != nil {
 			return err
 		}
-	}
-	ranges := []kvm.MSRRange{deny(vlapic.MSRTSCDeadline)}
-	for _, c := range claimedMSRs {
-		ranges = append(ranges, deny(c.Index))
-	}
-	if err := vm.kvm.SetMSRFilter(ranges); err != nil {
-		return err
 	}
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
 		return err
@@ -227,25 +228,23 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	}
 	n := vm.cfg.CPUs
 	vm.kvcpu = make([]*kvm.VCPU, n)
-	var layout *xstate.Layout
-	physAddrBits := 0
+	opts := cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, tscDeadline: vm.tscDeadline}
 	for i := range n {
-		c, err := vm.kvm.CreateVCPU(i)
-		if err != nil {
+		if vm.kvcpu[i], err = vm.kvm.CreateVCPU(i); err != nil {
 			return err
 		}
-		vm.kvcpu[i] = c
-		table := cpuidFor(supported, i, n, cpuidOptions{x2apic: vm.cfg.X2APIC == X2APICOn, pvIPI: vm.cfg.PVIPI, pvEOI: vm.cfg.PVEOI,
-			doorbell: vm.doorbell, tscDeadline: vm.tscDeadline})
-		if err := c.SetCPUID(table); err != nil {
-			return err
-		}
-		if i == 0 && vm.sys.CheckExtension(kvm.CapXSAVE) != 0 && vm.sys.CheckExtension(kvm.CapXCRs) != 0 {
-			layout = xstateLayout(table) // the same for every vCPU
-		}
-		if e, ok := lookupCPUID(table, 0x80000008, 0); ok && i == 0 {
-			physAddrBits = int(e.EAX & 0xFF) // MAXPHYADDR
-		}
+	}
+	// What the PV units show in CPUID does not change the leaves read
+	// here: the XSAVE layout and MAXPHYADDR are vCPU 0's, the same for
+	// every vCPU.
+	table := cpuidFor(supported, 0, n, opts)
+	var layout *xstate.Layout
+	if vm.sys.CheckExtension(kvm.CapXSAVE) != 0 && vm.sys.CheckExtension(kvm.CapXCRs) != 0 {
+		layout = xstateLayout(table)
+	}
+	physAddrBits := 0
+	if e, ok := lookupCPUID(table, 0x80000008, 0); ok {
+		physAddrBits = int(e.EAX & 0xFF) // MAXPHYADDR
 	}
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
@@ -253,6 +252,22 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
+	vm.pv = vm.newPVUnits()
+	if err := vm.registerLAPICs(&vm.bus); err != nil {
+		return err
+	}
+	if err := vm.plat.register(&vm.bus); err != nil {
+		return err
+	}
+	if err := vm.pv.register(&vm.bus); err != nil {
+		return err
+	}
+	opts.pv = vm.pv.leaves()
+	for i, c := range vm.kvcpu {
+		if err := c.SetCPUID(cpuidFor(supported, i, n, opts)); err != nil {
+			return err
+		}
+	}
 	vm.cpus = make([]*vcpu.VCPU, n)
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
@@ -265,11 +280,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	})
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
-			Ports: &vm.ports, MMIO: vm.plat, Clock: vm.clock, Mem: vm.mem, Done: vm.done}
-		if vm.cfg.PVIPI {
-			cfg.APICs = vm.apics
-		}
-		cfg.PVEOI, cfg.SyscallDoorbell, cfg.Symbols = vm.cfg.PVEOI, vm.doorbell, syms
+			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot
@@ -279,17 +290,41 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	return nil
 }
 
-func (vm *VM) setupDevices() {
+func (vm *VM) setupDevices() error {
 	vm.serial = devices.NewSerial(vm.cfg.Console)
 	vm.serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
-	vm.ports.Register(PortSerial, 8, accounting.CausePIOSerial, vm.serial)
-	vm.ports.Register(PortDebugExit, 4, accounting.CausePIODebugExit,
-		&devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }})
-	vm.ports.Register(PortFwCfg, 2, accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize))
-	vm.ports.Register(PortTestDev, 24, accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine})
-	vm.ports.Register(PortMSITest, 16, accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI})
-	vm.ports.Register(PortMark, devices.MarkerPorts, accounting.CausePIOMark, devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, vm.acct.LastSection, vm.acct.InjectedVector))
+	return vm.registerPorts([]portDevice{
+		{PortSerial, 8, "COM1 serial", accounting.CausePIOSerial, vm.serial},
+		{PortDebugExit, 4, "debug exit", accounting.CausePIODebugExit, &devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }}},
+		{PortFwCfg, 2, "fw_cfg", accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize)},
+		{PortTestDev, 24, "pc-testdev", accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine}},
+		{PortMSITest, 16, "MSI test device", accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
+		{PortMark, devices.MarkerPorts, "accounting marker", accounting.CausePIOMark,
+			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, vm.acct.LastSection, vm.acct.InjectedVector)},
+	})
 }
+
+// portDevice is a device's claim on I/O ports.
+type portDevice struct {
+	base, n uint16
+	name    string
+	cause   accounting.Cause
+	dev     devices.PortDevice
+}
+
+func (vm *VM) registerPorts(ports []portDevice) error {
+	for _, p := range ports {
+		if err := vm.bus.Register(exitbus.Range{Space: exitbus.PIO, Base: uint64(p.base), Len: uint64(p.n), Name: p.name,
+			Cause: exitbus.Fixed(p.cause), Handler: devices.Port(p.dev)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Map lists the VM's exit bus: every PIO, MMIO and MSR range and what
+// serves it.
+func (vm *VM) Map() []exitbus.Entry { return vm.bus.Map() }
 
 // sink turns "this LAPIC has something new" into a kick or wake-up.
 type sink struct{ vm *VM }

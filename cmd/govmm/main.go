@@ -5,6 +5,7 @@
 //	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] [--console-input=auto|stdin|none] KERNEL [ARGS...]
 //	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--exec CMDS] [--console-input=auto|stdin|none]
 //	govmm bench [--cpus N,...] [--modes off,physical,cluster,mixed,pv-ipi,...] [--ops N] [--out DIR]
+//	govmm map [--cpus N] [--json] KERNEL
 //	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--delivery plain,pveoi,avic] [--out DIR]
 //	govmm top [--url http://127.0.0.1:8411] [--once]
 //	govmm host [--json]
@@ -45,6 +46,8 @@ commands:
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
   host    run probe VMs on this host's KVM and print what it really does (what run and boot
           configure from)
+  map     build a VM for a kernel and print its exit bus: every PIO, MMIO and MSR range govmm
+          serves, and the MSRs the MSR filter claims
 
 Run 'govmm <command> -h' for its flags.
 `)
@@ -70,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdBenchIPI(args[1:], stdout, stderr)
 	case "host":
 		status, err = cmdHost(args[1:], stdout, stderr)
+	case "map":
+		status, err = cmdMap(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/govmm/govmm/vmm"
+)
+
+// cmdMap builds a VM as run would (the kernel loaded, nothing run) and
+// prints its exit bus: every PIO, MMIO and MSR range govmm serves, what
+// claims it, and which MSRs the MSR filter takes from KVM.
+func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("map", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpus := fs.Int("cpus", 1, "number of vCPUs")
+	x2 := fs.Bool("x2apic", true, "advertise x2APIC in CPUID")
+	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit")
+	pv := fs.Bool("pv-ipi", true, "advertise govmm's paravirtual send-IPI")
+	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm")
+	asJSON := fs.Bool("json", false, "print the map as JSON")
+	hostFlags := addHostFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: govmm map [flags] KERNEL")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 0, errors.New("map needs a KERNEL image")
+	}
+	kernel, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read kernel image: %w", err)
+	}
+	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi}
+	if !*x2 {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	if err := hostFlags(&cfg); err != nil {
+		return 0, err
+	}
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	defer vm.Close()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return 0, enc.Encode(vm.Map())
+	}
+	for _, e := range vm.Map() {
+		fmt.Fprintln(stdout, e)
+	}
+	return 0, nil
+}

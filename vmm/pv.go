@@ -1,0 +1,108 @@
+package vmm
+
+import (
+	"sync/atomic"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/hvcpuid"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pveoi"
+	"github.com/govmm/govmm/pvipi"
+	"github.com/govmm/govmm/pvsyscall"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// pvUnit is a paravirtual feature: what it shows in the hypervisor CPUID
+// leaves and the ranges it claims on the exit bus (its MSRs reach the MSR
+// filter from there). Its per-vCPU state is its own.
+type pvUnit interface {
+	CPUID(*hvcpuid.Leaves)
+	Register(*exitbus.Bus) error
+}
+
+// pvUnits are the VM's paravirtual features, built from its configuration
+// and the objects they serve (none for msrBus, which only registers them).
+type pvUnits struct {
+	eoi      *pveoi.Unit
+	ipi      *pvipi.Unit
+	doorbell *pvsyscall.Unit
+}
+
+func (vm *VM) newPVUnits() pvUnits {
+	n := vm.cfg.CPUs
+	lapics := make([]pveoi.LAPIC, n)
+	eois := make([]*atomic.Uint64, n)
+	for i := range n {
+		lapics[i], eois[i] = vm.apics.LAPIC(i), &vm.acct.CPUs[i].PVEOIs
+	}
+	return pvUnits{
+		eoi: pveoi.New(vm.cfg.PVEOI, vm.mem, lapics, eois),
+		ipi: pvipi.New(vm.cfg.PVIPI, vm.mem, vm.apics, func(cpu, delivered int) {
+			vm.acct.CPUs[cpu].IPISent[accounting.IPIParavirt].Add(1)
+			vm.acct.CPUs[cpu].IPIDelivered[accounting.IPIParavirt].Add(uint64(delivered))
+		}),
+		doorbell: pvsyscall.New(vm.doorbell, n),
+	}
+}
+
+func (u pvUnits) list() []pvUnit { return []pvUnit{u.eoi, u.ipi, u.doorbell} }
+
+// leaves is what the units show in the hypervisor CPUID leaves.
+func (u pvUnits) leaves() hvcpuid.Leaves {
+	var l hvcpuid.Leaves
+	for _, p := range u.list() {
+		p.CPUID(&l)
+	}
+	return l
+}
+
+func (u pvUnits) register(b *exitbus.Bus) error {
+	for _, p := range u.list() {
+		if err := p.Register(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// msrFilter is the MSR filter: every MSR range on the bus registered for
+// it, each denied to KVM so that its accesses exit to govmm.
+func msrFilter(b *exitbus.Bus) []kvm.MSRRange {
+	var out []kvm.MSRRange
+	for _, r := range b.FilteredMSRs() {
+		out = append(out, kvm.MSRRange{Base: uint32(r.Base), Allow: make([]bool, r.Len), Read: true, Write: true})
+	}
+	return out
+}
+
+// claimedMSRs are the MSRs govmm's MSR filter claims, as the host probe
+// checks that they reach govmm: the filtered MSR ranges of a VM's bus
+// (built without a VM behind it), but TSC deadline, which the probe
+// measures on its own (hostprobe.Answers.TSCDeadlineReaches).
+func claimedMSRs() []hostprobe.Claimed {
+	var out []hostprobe.Claimed
+	for _, r := range msrBus().FilteredMSRs() {
+		for i := range r.Len {
+			if idx := uint32(r.Base + i); idx != vlapic.MSRTSCDeadline {
+				out = append(out, hostprobe.Claimed{Name: r.Name, Index: idx})
+			}
+		}
+	}
+	return out
+}
+
+// msrBus is the MSR part of every VM's exit bus, with no VM behind its
+// handlers: the LAPICs' MSRs and the PV units'.
+func msrBus() *exitbus.Bus {
+	var b exitbus.Bus
+	vm := &VM{}
+	if err := vm.registerLAPICs(&b); err != nil {
+		panic(err)
+	}
+	if err := vm.newPVUnits().register(&b); err != nil {
+		panic(err)
+	}
+	return &b
+}
