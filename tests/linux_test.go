@@ -26,6 +26,21 @@ func bootLinux(t *testing.T, kernel string, govmmKernel bool, mode string, cpus 
 	return bootLinuxEdit(t, kernel, govmmKernel, mode, cpus, pvIPI, nil, steps...)
 }
 
+// linuxBootLimit is how long one Linux boot may run: 40 minutes, or
+// $GOVMM_LINUX_BOOT_LIMIT (a Go duration) for kernels or hosts slower than
+// CI's (make boot-debian-default sets it).
+func linuxBootLimit(t *testing.T) time.Duration {
+	s := os.Getenv("GOVMM_LINUX_BOOT_LIMIT")
+	if s == "" {
+		return 40 * time.Minute
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		t.Fatalf("GOVMM_LINUX_BOOT_LIMIT=%q is not a positive duration", s)
+	}
+	return d
+}
+
 // bootLinuxEdit is bootLinux with a last say on the VM's configuration.
 func bootLinuxEdit(t *testing.T, kernel string, govmmKernel bool, mode string, cpus int, pvIPI bool, edit func(*vmm.Config), steps ...linuxguest.ScriptStep) *linuxRun {
 	t.Helper()
@@ -109,7 +124,7 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 		t.Fatal(err)
 	}
 	t.Cleanup(vm.Close)
-	res := vm.Run(40 * time.Minute)
+	res := vm.Run(linuxBootLimit(t))
 	script.Close()
 	st := linuxguest.ParseLog(con.Log())
 	lr := &linuxRun{st, vm, res, con.Log()}
