@@ -68,7 +68,7 @@ debian-kernel: deps
 # physical and cluster mode to the u-root shell, one vCPU each, the three
 # boots side by side (not part of 'make test': about a quarter of an hour
 # per boot on an emulating host, longer on a loaded one: each boot may run
-# 80 minutes, and its W+X page-table check alone takes minutes there).
+# 80 minutes).
 boot-debian-default: build initramfs deps
 	@scripts/debian-kernel.sh $(CACHE) amd64
 	GOVMM_DEBIAN_DEFAULT_KERNEL=$(CACHE)/debian-kernel-amd64/vmlinuz GOVMM_LINUX_BOOT_LIMIT=80m \
