@@ -11,7 +11,9 @@ import (
 // TestNoInterruptLostToMSRFault: the BSP reads an unknown MSR in a loop
 // (govmm answers #GP) while the AP sends it 2000 IPIs one at a time; every
 // one must be taken, and govmm must have injected vector 0x40 into the BSP
-// exactly 2000 times and answered every RDMSR. On VMX and SVM, KVM drops an
+// exactly 2000 times and answered every RDMSR; meanwhile the BSP's LAPIC
+// timer runs periodically, and every timer vector govmm injected must have
+// been taken (ticks counted by the guest). On VMX and SVM, KVM drops an
 // interrupt queued with KVM_INTERRUPT for an entry that delivers the #GP
 // of a faulting MSR access (kvm_check_and_inject_events does not inject it
 // beside a pending exception; vmx_complete_interrupts and
@@ -22,15 +24,20 @@ import (
 func TestNoInterruptLostToMSRFault(t *testing.T) {
 	const n = 2000
 	g := runGuest(t, "msrgp.elf", 2, true, "count="+strconv.Itoa(n))
-	m := regexp.MustCompile(`# (\d+) IPIs sent, (\d+) taken, (\d+) RDMSRs`).FindStringSubmatch(g.Console)
+	m := regexp.MustCompile(`# (\d+) IPIs sent, (\d+) taken, (\d+) RDMSRs, \d+ #GP, (\d+) timer ticks`).FindStringSubmatch(g.Console)
 	if m == nil {
 		t.Fatalf("no summary line:\n%s", g.Console)
 	}
 	rdmsrs, _ := strconv.ParseUint(m[3], 10, 64)
+	ticks, _ := strconv.ParseUint(m[4], 10, 64)
 	bsp := g.Report.CPUs[0]
 	if got := bsp.InjectedVec["0x40"]; got != n {
 		t.Errorf("vector 0x40 injected into the BSP %d times, want %d", got, n)
 	}
+	if got := bsp.InjectedVec["0x41"]; got != ticks || ticks == 0 {
+		t.Errorf("timer vector 0x41 injected into the BSP %d times, the guest took %d", got, ticks)
+	}
+	t.Logf("%d IPIs and %d timer ticks taken during %d faulting RDMSRs", n, ticks, rdmsrs)
 	if got := exits(bsp, accounting.CauseMSROtherRead); got != rdmsrs {
 		t.Errorf("unknown-MSR reads answered = %d, the guest issued %d", got, rdmsrs)
 	}
