@@ -49,7 +49,8 @@ func (noPVEOI) Reset()    {}
 
 // Config wires a vCPU to the rest of the VM.
 type Config struct {
-	KVM   *kvm.VCPU
+	// KVM is the virtual CPU the loop drives (a *kvm.VCPU).
+	KVM   Hardware
 	LAPIC *vlapic.LAPIC
 	Acct  *accounting.VCPU
 	// Bus serves the vCPU's PIO, MMIO and MSR exits (read-only once the
@@ -83,7 +84,7 @@ type Config struct {
 // threads; wake is a one-slot channel anyone may fill.
 type VCPU struct {
 	id    int
-	kvm   *kvm.VCPU
+	kvm   Hardware
 	lapic *vlapic.LAPIC
 	acct  *accounting.VCPU
 	bus   *exitbus.Bus
