@@ -262,6 +262,13 @@ func outb(port uint16, val byte) step {
 	return s
 }
 
+// outsb is a rep outsb of data to port, interrupts open.
+func outsb(port uint16, data ...byte) step {
+	s := outb(port, 0)
+	s.io.Count, s.ioData = uint32(len(data)), data
+	return s
+}
+
 func msrExit(write bool, index uint32, val uint64) step {
 	s := open(kvm.ExitX86RDMSR)
 	if write {

@@ -321,41 +321,42 @@ func (r *rig) withPVEOI() []byte {
 // PV EOI: the vector injected alone is offered (the guest's bit set); the
 // guest's EOI clears the bit and the loop completes it at the next entry.
 // A vector nested above one still offered takes the offer back (the first
-// then needs a real EOI); one the guest already EOIed is completed then.
+// then needs a real EOI), and is offered only if nothing else waits.
 func TestPVEOI(t *testing.T) {
 	r := newRig(t, 1)
 	ram := r.withPVEOI()
-	bit := func() byte { return ram[pvWord] & 1 }
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(accounting.CauseOther),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
 	var bits []byte
-	look := func(f *fakeCPU) { bits = append(bits, bit()) }
+	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
 	eoi := func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
 	f := newFake(
 		msrExit(true, pveoi.MSR, pvWord|1), // entry 0: PV EOI on
 		outb(0x92, 0x40).with(look),        // entry 1: nothing; self IPI 0x40
 		outb(0x80, 0).with(eoi),            // entry 2: 0x40 offered; the guest EOIs it
 		outb(0x92, 0x50).with(look),        // entry 3: completed; self IPI 0x50
-		outb(0x92, 0x70).with(look),        // entry 4: 0x50 offered; 0x70 arrives
-		outb(0x80, 0).with(eoi),            // entry 5: 0x50's offer taken back, 0x70 offered; EOI
-		outb(0x92, 0x45).with(eoi),         // entry 6: 0x70 completed; 0x50 needs a real EOI; 0x45 arrives below it
+		outsb(0x92, 0x70, 0x60).with(look), // entry 4: 0x50 offered; 0x70 and 0x60 arrive
+		outb(0x93, 0).with(look),           // entry 5: 0x50's offer taken back, 0x70 not offered (0x60 waits); a real EOI
+		outb(0x80, 0).with(eoi),            // entry 6: 0x60 offered; the guest EOIs it
+		outb(0x92, 0x45).with(look),        // entry 7: completed; 0x45 arrives below 0x50, which needs a real EOI
 	)
 	r.fakes[0] = f
 	r.runOne()
-	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x40), e(false, -1), e(false, 0x50), e(false, 0x70), e(false, -1), e(false, -1))
-	wantInjected(t, f, 0x40, 0x50, 0x70)
-	if want := []byte{0, 1, 0, 1, 1, 0}; string(bits) != string(want) {
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x40), e(false, -1), e(false, 0x50), e(false, 0x70), e(false, 0x60),
+		e(false, -1), e(false, -1))
+	wantInjected(t, f, 0x40, 0x50, 0x70, 0x60)
+	if want := []byte{0, 1, 0, 1, 0, 1, 0}; string(bits) != string(want) {
 		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
 	}
 	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 2 {
-		t.Errorf("%d PV EOIs, want 2 (0x40, 0x70)", n)
+		t.Errorf("%d PV EOIs, want 2 (0x40, 0x60)", n)
 	}
-	// 0x50 is still in service (its offer was taken back); 0x45 arrived
-	// below it and waits.
 	s := r.apics.LAPIC(0).Snapshot()
 	if s.ISR != [8]uint32{0x50 / 32: 1 << (0x50 % 32)} || s.IRR != [8]uint32{0x45 / 32: 1 << (0x45 % 32)} {
 		t.Errorf("ISR %#x IRR %#x, want 0x50 in service and 0x45 requested", s.ISR, s.IRR)
 	}
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseOther: 4, accounting.CausePIOOther: 2})
-	r.counters(0, 3, 0, 0)
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseOther: 5, accounting.CausePIOOther: 2})
+	r.counters(0, 4, 0, 0)
 }
 
 // An MSR access answered with #GP (an MSR nobody claims) queues an
