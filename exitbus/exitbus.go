@@ -99,7 +99,7 @@ type VCPU interface {
 	// KVM is the vCPU's KVM object: this exit's general registers are in
 	// KVM().RunData().Sync.Regs (mark them dirty in DirtyRegs to change
 	// them).
-	KVM() *kvm.VCPU
+	KVM() KVM
 	// Sregs returns this exit's segment and control registers, read on
 	// first use; edits need kvm.SyncRegsSregs in DirtyRegs.
 	Sregs() (*kvm.Sregs, error)
@@ -110,6 +110,20 @@ type VCPU interface {
 	// error code, nil for none).
 	InjectException(vector uint8, code *uint32) error
 }
+
+// KVM is what a handler may ask of the KVM vCPU itself (*kvm.VCPU, or a
+// unit test's fake of it).
+type KVM interface {
+	// RunData is the shared kvm_run page of the exit being served.
+	RunData() *kvm.Run
+	// SetRegs is KVM_SET_REGS.
+	SetRegs(r kvm.Regs) error
+	// GetMSR and SetMSR are host-initiated KVM_GET_MSRS / KVM_SET_MSRS.
+	GetMSR(index uint32) (uint64, error)
+	SetMSR(index uint32, v uint64) error
+}
+
+var _ KVM = (*kvm.VCPU)(nil)
 
 // Handler serves accesses to a range. For an MSR, an error wrapping
 // vlapic.ErrGP answers the guest with #GP(0); any other error is govmm's

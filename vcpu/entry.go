@@ -8,7 +8,7 @@ type EntryState struct {
 	Sregs func(s *kvm.Sregs) // edits the vCPU's reset sregs
 }
 
-func (e *EntryState) apply(c *kvm.VCPU) error {
+func (e *EntryState) apply(c Hardware) error {
 	s, err := c.Sregs()
 	if err != nil {
 		return err
@@ -42,7 +42,7 @@ func Flat32(s *kvm.Sregs) {
 // Register edits an exit handler left for the next KVM_RUN to load (sync
 // regs marked dirty) belong to the state INIT discarded: they are dropped,
 // and the sync copies show the new state.
-func startAt(c *kvm.VCPU, vec uint8) error {
+func startAt(c Hardware, vec uint8) error {
 	run := c.RunData()
 	run.DirtyRegs = 0
 	s, err := c.Sregs()

@@ -11,7 +11,7 @@ import (
 var _ exitbus.VCPU = (*VCPU)(nil)
 
 // KVM returns the vCPU's KVM object (this exit's registers in RunData).
-func (v *VCPU) KVM() *kvm.VCPU { return v.kvm }
+func (v *VCPU) KVM() exitbus.KVM { return v.kvm }
 
 // Sregs returns this exit's segment and control registers (see sregs).
 func (v *VCPU) Sregs() (*kvm.Sregs, error) { return v.sregs() }

@@ -9,6 +9,10 @@
 // vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
 // target's loop, which folds the backing page as it looks for a vector ->
 // inject (KVM_INTERRUPT).
+//
+// The loop asks the KVM vCPU for nothing but Hardware (a *kvm.VCPU in
+// govmm), so its unit tests (loop_test.go) run it on a scripted fake
+// (fake_test.go) with real LAPICs, accounting and exit bus, no /dev/kvm.
 package vcpu
 
 import "fmt"

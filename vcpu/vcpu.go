@@ -49,7 +49,8 @@ func (noPVEOI) Reset()    {}
 
 // Config wires a vCPU to the rest of the VM.
 type Config struct {
-	KVM   *kvm.VCPU
+	// KVM is the virtual CPU the loop drives (a *kvm.VCPU).
+	KVM   Hardware
 	LAPIC *vlapic.LAPIC
 	Acct  *accounting.VCPU
 	// Bus serves the vCPU's PIO, MMIO and MSR exits (read-only once the
@@ -83,7 +84,7 @@ type Config struct {
 // threads; wake is a one-slot channel anyone may fill.
 type VCPU struct {
 	id    int
-	kvm   *kvm.VCPU
+	kvm   Hardware
 	lapic *vlapic.LAPIC
 	acct  *accounting.VCPU
 	bus   *exitbus.Bus
@@ -231,13 +232,23 @@ func (v *VCPU) Run() error {
 // A PV EOI the guest has done is completed first, as prepareEntry will:
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
-	v.takeEvents()
-	v.pveoi.Sync()
-	_, pending := v.lapic.PendingVector()
-	if pending || v.events.NMI || v.events.INIT || v.events.SIPI || v.stopped() {
+	if v.look().Work() || v.stopped() {
 		return accounting.CauseKick
 	}
 	return accounting.CauseKickSpurious
+}
+
+// look is what the LAPIC has for this vCPU now, as one value: a PV EOI the
+// guest did is completed first (its vector would hide a lower one), the
+// LAPIC's new events are latched with those not yet acted on, and the
+// pending vector is looked for (TakePending folds the AVIC backing page).
+// The events in the value are all the latched ones (v.events).
+func (v *VCPU) look() vlapic.Pending {
+	v.pveoi.Sync()
+	p := v.lapic.TakePending()
+	v.latch(p.Events)
+	p.Events = v.events
+	return p
 }
 
 // errStop ends the loop quietly (the VM is ending).
@@ -321,8 +332,10 @@ func (v *VCPU) prepareEntry() error {
 	return nil
 }
 
-func (v *VCPU) takeEvents() {
-	e := v.lapic.TakeEvents()
+func (v *VCPU) takeEvents() { v.latch(v.lapic.TakeEvents()) }
+
+// latch adds events taken from the LAPIC to those not yet acted on.
+func (v *VCPU) latch(e vlapic.Events) {
 	v.events.NMI = v.events.NMI || e.NMI
 	v.events.INIT = v.events.INIT || e.INIT
 	v.events.ExtINT = v.events.ExtINT || e.ExtINT
@@ -337,19 +350,14 @@ func (v *VCPU) takeEvents() {
 
 // halt sleeps after HLT until an interrupt the guest can take (IF set),
 // an NMI or an INIT arrives. It returns false when the VM ends. The wake
-// check (PendingVector) folds the AVIC backing page, and senders post
+// check (look: TakePending) folds the AVIC backing page, and senders post
 // before they notify, so a posted IPI always ends the sleep.
 func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))
 	for {
 		v.lapic.Tick()
-		v.takeEvents()
-		v.pveoi.Sync()
-		if v.events.NMI || v.events.INIT {
-			break
-		}
-		if _, ok := v.lapic.PendingVector(); ok && ifFlag {
+		if v.look().Wakes(ifFlag) {
 			break
 		}
 		v.syncTimer()

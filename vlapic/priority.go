@@ -127,3 +127,32 @@ func (a *LAPIC) SetCR8(v uint64) {
 		a.updatePPRLocked()
 	}
 }
+
+// Pending is what a LAPIC has for its CPU at one look, as the vCPU loop
+// decides from it: the latched NMI, INIT, SIPI (with its vector) and
+// ExtINT, and the highest deliverable fixed vector.
+type Pending struct {
+	Events
+	Vector uint8 // the vector PendingVector returns, when Fixed
+	Fixed  bool  // a fixed vector is deliverable (above PPR)
+}
+
+// TakePending takes (clears) the latched events, as TakeEvents does, and
+// looks for the vector to present, as PendingVector does (folding the AVIC
+// backing page first), under one lock.
+func (a *LAPIC) TakePending() Pending {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := Pending{Events: a.ev}
+	a.ev = Events{}
+	p.Vector, p.Fixed = a.pendingLocked()
+	return p
+}
+
+// Work says whether p has something for the CPU to act on: a vector, an
+// NMI, an INIT or a SIPI (an ExtINT is not: there is no 8259 to ask).
+func (p Pending) Work() bool { return p.Fixed || p.NMI || p.INIT || p.SIPI }
+
+// Wakes says whether p ends a HLT executed with RFLAGS.IF = ifFlag: an
+// NMI, an INIT, or a vector the CPU can take.
+func (p Pending) Wakes(ifFlag bool) bool { return p.NMI || p.INIT || p.Fixed && ifFlag }

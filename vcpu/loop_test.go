@@ -1,0 +1,452 @@
+package vcpu
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/pveoi"
+	"github.com/govmm/govmm/pvsyscall"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// Unit tests of the vCPU loop on the scripted fake (fake_test.go): real
+// LAPICs, accounting and exit bus, no /dev/kvm.
+
+const rflagsIF = 1 << 9
+
+// counters checks vCPU cpu's injection, wakeup and kick counters.
+func (r *rig) counters(cpu int, injected, wakeups, kicksSent uint64) {
+	r.t.Helper()
+	c := &r.acct.CPUs[cpu]
+	if g := c.Injected.Load(); g != injected {
+		r.t.Errorf("vCPU %d: %d injected, want %d", cpu, g, injected)
+	}
+	if g := c.Wakeups.Load(); g != wakeups {
+		r.t.Errorf("vCPU %d: %d wakeups, want %d", cpu, g, wakeups)
+	}
+	if g := c.KicksSent.Load(); g != kicksSent {
+		r.t.Errorf("vCPU %d: %d kicks sent, want %d", cpu, g, kicksSent)
+	}
+	if g := c.KicksFailed.Load(); g != 0 {
+		r.t.Errorf("vCPU %d: %d kicks failed", cpu, g)
+	}
+}
+
+func wantInjected(t *testing.T, f *fakeCPU, want ...uint8) {
+	t.Helper()
+	if len(f.injected) != len(want) {
+		t.Fatalf("KVM_INTERRUPT %#x, want %#x", f.injected, want)
+	}
+	for i := range want {
+		if f.injected[i] != want[i] {
+			t.Fatalf("KVM_INTERRUPT %#x, want %#x", f.injected, want)
+		}
+	}
+}
+
+// A pending vector is injected only when KVM says the guest can take it
+// (ready_for_interrupt_injection and IF); until then the loop asks for an
+// interrupt window.
+func TestInjectOrWindow(t *testing.T) {
+	r := newRig(t, 1)
+	r.deliver(0, 0x40)
+	f := newFake(
+		exitAt(kvm.ExitIRQWindowOpen, true, false), // IF=0
+		exitAt(kvm.ExitIRQWindowOpen, false, true), // not ready
+		open(kvm.ExitIRQWindowOpen),
+		outb(0x80, 0),
+	)
+	r.fakes[0] = f
+	r.runOne()
+	// The first entry has kvm_run as KVM leaves it before any KVM_RUN:
+	// not ready. 0x40 in service hides nothing else: no window after it.
+	wantEntries(t, f, e(true, -1), e(true, -1), e(true, -1), e(false, 0x40), e(false, -1))
+	wantInjected(t, f, 0x40)
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseIRQWindow: 3, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 0, 0)
+	if n := r.acct.CPUs[0].InjectedVec[0x40].Load(); n != 1 {
+		t.Errorf("vector 0x40 injected %d times", n)
+	}
+	if f.regs.RIP != 0x1000 || f.sigmask != ^uint64(0)&^(1<<(kickSignal-1)) {
+		t.Errorf("boot state RIP %#x, signal mask %#x", f.regs.RIP, f.sigmask)
+	}
+}
+
+// A handler that clears RFLAGS.IF in the registers KVM_RUN will load (as a
+// completed SYSCALL does) closes the window, whatever the exit said.
+func TestInjectDirtyRFLAGS(t *testing.T) {
+	r := newRig(t, 1)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "cli", Cause: exitbus.Fixed(accounting.CauseOther),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			run := a.VCPU.KVM().RunData()
+			run.Sync.Regs.RFLAGS &^= rflagsIF
+			run.DirtyRegs |= kvm.SyncRegsGPR
+			r.deliver(0, 0x50)
+			return nil
+		})})
+	// The guest runs with IF=1 until the handler.
+	f := newFake(outb(0x90, 0).with(func(f *fakeCPU) { f.regs.RFLAGS |= rflagsIF }), open(kvm.ExitIRQWindowOpen))
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(true, -1), e(false, 0x50))
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseOther: 1, accounting.CauseIRQWindow: 1})
+	r.counters(0, 1, 0, 0)
+}
+
+// A vector that arrives while KVM still holds the last one (not ready)
+// waits for the window, then nests above it.
+func TestSecondVectorWaitsForWindow(t *testing.T) {
+	r := newRig(t, 1)
+	r.deliver(0, 0x40)
+	held := outb(0x80, 0)
+	held.ready, held.hold = false, true
+	f := newFake(
+		open(kvm.ExitIRQWindowOpen),
+		held.with(func(*fakeCPU) { r.deliver(0, 0x60) }), // in the guest: kicks
+		open(kvm.ExitIRQWindowOpen),
+		outb(0x80, 0),
+	)
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(true, -1), e(false, 0x40), e(true, 0x40), e(false, 0x60), e(false, -1))
+	wantInjected(t, f, 0x40, 0x60)
+	// The kick's immediate_exit was cleared after that KVM_RUN: no entry
+	// saw it.
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseIRQWindow: 2, accounting.CausePIOOther: 2})
+	r.counters(0, 2, 0, 1)
+	s := r.apics.LAPIC(0).Snapshot()
+	if s.ISR[0x40/32] != 1<<(0x40%32) || s.ISR[0x60/32] != 1<<(0x60%32) || s.IRR != [8]uint32{} {
+		t.Errorf("ISR %#x IRR %#x, want 0x40 and 0x60 in service", s.ISR, s.IRR)
+	}
+}
+
+// HLT sleeps until an IPI sent from another goroutine wakes it (no exit,
+// no kick); the vector is injected at the next entry.
+func TestHaltWakeByIPI(t *testing.T) {
+	r := newRig(t, 1)
+	f := newFake(open(kvm.ExitHLT), outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	r.waitState(0, StateHalted)
+	r.deliver(0, 0x45)
+	wait()
+	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, -1))
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 1, 0)
+}
+
+// With IF=0 a vector does not end HLT; an NMI does, and the vector then
+// waits for a window.
+func TestHaltIFClearWakeByNMI(t *testing.T) {
+	r := newRig(t, 1)
+	f := newFake(exitAt(kvm.ExitHLT, true, false), open(kvm.ExitIRQWindowOpen), outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	r.waitState(0, StateHalted)
+	r.deliver(0, 0x45)
+	time.Sleep(20 * time.Millisecond)
+	if s := r.cpus[0].State(); s != StateHalted {
+		t.Fatalf("a vector with IF=0 ended HLT: state %v", s)
+	}
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 0, Source: -1})
+	wait()
+	wantEntries(t, f, e(false, -1), e(true, -1), e(false, 0x45), e(false, -1))
+	if f.nmis != 1 || r.acct.CPUs[0].NMIs.Load() != 1 {
+		t.Errorf("%d KVM_NMI, %d counted, want 1", f.nmis, r.acct.CPUs[0].NMIs.Load())
+	}
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 1, 0)
+}
+
+// The LAPIC timer ends HLT through the host timer the loop arms.
+func TestHaltWakeByTimer(t *testing.T) {
+	r := newRig(t, 1)
+	a := r.apics.LAPIC(0)
+	const ns = 20 * time.Millisecond
+	a.WriteMMIO(uint64(vlapic.RegTimerDCR)<<4, []byte{0xB, 0, 0, 0}) // divide by 1: 1 count/ns
+	a.WriteMMIO(uint64(vlapic.RegLVTTimer)<<4, []byte{0x30, 0, 0, 0})
+	start := time.Now()
+	a.WriteMMIO(uint64(vlapic.RegTimerICR)<<4, binary.LittleEndian.AppendUint32(nil, uint32(ns)))
+	f := newFake(open(kvm.ExitHLT), outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	wait()
+	if d := time.Since(start); d < ns {
+		t.Errorf("woken after %v, before the timer's %v", d, ns)
+	}
+	wantEntries(t, f, e(false, -1), e(false, 0x30), e(false, -1))
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 1, 0)
+}
+
+// A vector for a vCPU in the guest kicks it out (immediate_exit and the
+// signal): an exit counted as a kick. A kick that finds nothing is
+// kick_spurious. immediate_exit is cleared after each KVM_RUN.
+func TestKick(t *testing.T) {
+	r := newRig(t, 1)
+	inGuest := step{waitKick: true, ready: true, ifFlag: true}
+	f := newFake(inGuest, inGuest, outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	<-f.inGuest
+	r.deliver(0, 0x45)
+	<-f.inGuest
+	r.cpus[0].Notify() // nothing new: 0x45 is in service
+	wait()
+	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, -1), e(false, -1))
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseKick: 1, accounting.CauseKickSpurious: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 0, 2)
+	if f.immediate.Load() {
+		t.Error("immediate_exit left set")
+	}
+}
+
+// A kick that lands between the loop's last look and KVM_RUN makes
+// KVM_RUN return at once (immediate_exit); a storm of notifications costs
+// one kick.
+func TestKickBeforeEntry(t *testing.T) {
+	r := newRig(t, 1)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "late", Cause: exitbus.Fixed(accounting.CauseOther),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			// As if the loop were already past prepareEntry: a Notify
+			// now must not be lost.
+			v := r.cpus[0]
+			v.state.Store(uint32(StateGuest))
+			r.deliver(0, 0x46)
+			r.deliver(0, 0x45)
+			v.Notify()
+			return nil
+		})})
+	f := newFake(outb(0x90, 0), outb(0x80, 0))
+	r.fakes[0] = f
+	r.runOne()
+	// Entry 1 injects 0x46 and KVM_RUN returns at once (immediate_exit):
+	// the loop had seen the vector the kick was for, so the kick is
+	// spurious (0x45 waits below 0x46), the one such exit the protocol
+	// may cost. KVM still holds 0x46 (not ready): nothing is injected at
+	// entry 2, and the guest takes 0x46 there.
+	wantEntries(t, f, e(false, -1), entry{inject: 0x46, exception: -1, immediate: true}, e(false, 0x46), e(false, -1))
+	wantInjected(t, f, 0x46)
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseOther: 1, accounting.CauseKickSpurious: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 0, 1)
+}
+
+// An AP waits for INIT/SIPI and starts in real mode at vector << 8. A
+// SIPI to a running vCPU is discarded (its kick finds nothing); INIT then
+// SIPI restarts it.
+func TestInitSIPI(t *testing.T) {
+	r := newRig(t, 2)
+	r.fakes[0] = newFake() // the BSP ends at once
+	type at struct {
+		cs   uint16
+		base uint64
+		rip  uint64
+	}
+	var seen []at
+	rec := func(f *fakeCPU) { seen = append(seen, at{f.sregs.CS.Selector, f.sregs.CS.Base, f.regs.RIP}) }
+	inGuest := step{waitKick: true, ready: true, ifFlag: true, guest: rec}
+	f := newFake(inGuest, inGuest, outb(0x80, 0).with(rec))
+	r.fakes[1] = f
+	pv := &countPVEOI{}
+	r.pveoi[1] = pv
+	wait := r.start()
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x9A, Dest: 1, Source: -1})
+	<-f.inGuest
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
+	<-f.inGuest
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x30, Dest: 1, Source: -1})
+	wait()
+	want := []at{{0x9A00, 0x9A000, 0}, {0x9A00, 0x9A000, 0}, {0x3000, 0x30000, 0}}
+	if len(seen) != len(want) || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Fatalf("CS:IP in the guest %+v, want %+v", seen, want)
+	}
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, -1))
+	r.wantExits(1, map[accounting.Cause]uint64{accounting.CauseKickSpurious: 1, accounting.CauseKick: 1, accounting.CausePIOOther: 1})
+	r.counters(1, 0, 2, 2)
+	if pv.reset != 1 {
+		t.Errorf("PV EOI reset %d times at INIT, want 1", pv.reset)
+	}
+	r.wantExits(0, nil)
+}
+
+// countPVEOI counts the loop's PV EOI calls.
+type countPVEOI struct{ sync, complete, offer, retract, reset int }
+
+func (p *countPVEOI) Sync()     { p.sync++ }
+func (p *countPVEOI) Complete() { p.complete++ }
+func (p *countPVEOI) Offer()    { p.offer++ }
+func (p *countPVEOI) Retract()  { p.retract++ }
+func (p *countPVEOI) Reset()    { p.reset++ }
+
+// guestRAM is 2 MiB of guest memory and its first page's bytes.
+func guestRAM(t *testing.T) (*memory.Memory, []byte) {
+	m, err := memory.New(2 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	b, err := m.Slice(0, 0x2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b
+}
+
+const pvWord = 0x1000 // guest-physical address of the PV EOI word
+
+// withPVEOI gives vCPU 0 real PV EOI (package pveoi) on guest RAM and a
+// port (0x92) through which the guest sends itself a vector.
+func (r *rig) withPVEOI() []byte {
+	m, ram := guestRAM(r.t)
+	u := pveoi.New(true, m, []pveoi.LAPIC{r.apics.LAPIC(0)}, []*atomic.Uint64{&r.acct.CPUs[0].PVEOIs})
+	if err := u.Register(&r.bus); err != nil {
+		r.t.Fatal(err)
+	}
+	r.pveoi[0] = u.CPU(0)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x92, Len: 1, Name: "self IPI", Cause: exitbus.Fixed(accounting.CauseOther),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.deliver(a.CPU, a.Data[0]); return nil })})
+	return ram
+}
+
+// PV EOI: the vector injected alone is offered (the guest's bit set); the
+// guest's EOI clears the bit and the loop completes it at the next entry.
+// A vector nested above one still offered takes the offer back (the first
+// then needs a real EOI), and is offered only if nothing else waits.
+func TestPVEOI(t *testing.T) {
+	r := newRig(t, 1)
+	ram := r.withPVEOI()
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(accounting.CauseOther),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
+	var bits []byte
+	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
+	eoi := func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
+	f := newFake(
+		msrExit(true, pveoi.MSR, pvWord|1), // entry 0: PV EOI on
+		outb(0x92, 0x40).with(look),        // entry 1: nothing; self IPI 0x40
+		outb(0x80, 0).with(eoi),            // entry 2: 0x40 offered; the guest EOIs it
+		outb(0x92, 0x50).with(look),        // entry 3: completed; self IPI 0x50
+		outsb(0x92, 0x70, 0x60).with(look), // entry 4: 0x50 offered; 0x70 and 0x60 arrive
+		outb(0x93, 0).with(look),           // entry 5: 0x50's offer taken back, 0x70 not offered (0x60 waits); a real EOI
+		outb(0x80, 0).with(eoi),            // entry 6: 0x60 offered; the guest EOIs it
+		outb(0x92, 0x45).with(look),        // entry 7: completed; 0x45 arrives below 0x50, which needs a real EOI
+	)
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x40), e(false, -1), e(false, 0x50), e(false, 0x70), e(false, 0x60),
+		e(false, -1), e(false, -1))
+	wantInjected(t, f, 0x40, 0x50, 0x70, 0x60)
+	if want := []byte{0, 1, 0, 1, 0, 1, 0}; string(bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
+	}
+	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 2 {
+		t.Errorf("%d PV EOIs, want 2 (0x40, 0x60)", n)
+	}
+	s := r.apics.LAPIC(0).Snapshot()
+	if s.ISR != [8]uint32{0x50 / 32: 1 << (0x50 % 32)} || s.IRR != [8]uint32{0x45 / 32: 1 << (0x45 % 32)} {
+		t.Errorf("ISR %#x IRR %#x, want 0x50 in service and 0x45 requested", s.ISR, s.IRR)
+	}
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseOther: 5, accounting.CausePIOOther: 2})
+	r.counters(0, 4, 0, 0)
+}
+
+// An MSR access answered with #GP (an MSR nobody claims) queues an
+// exception for the next entry: no vector is injected with it (KVM would
+// drop it), an interrupt window is asked for instead.
+func TestGPThenInject(t *testing.T) {
+	r := newRig(t, 1)
+	r.deliver(0, 0x40)
+	f := newFake(
+		msrExit(true, 0x4321, 7),  // entry 0: not ready (no exit yet): a window
+		msrExit(false, 0x1234, 0), // entry 1: #GP queued: a window again
+		open(kvm.ExitIRQWindowOpen),
+		outb(0x80, 0),
+	)
+	r.fakes[0] = f
+	r.runOne()
+	gp := func(window bool, inject int) entry { return entry{window: window, inject: inject, exception: 13} }
+	wantEntries(t, f, e(true, -1), gp(true, -1), gp(true, -1), e(false, 0x40), e(false, -1))
+	wantInjected(t, f, 0x40)
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSROtherWrite: 1, accounting.CauseMSROtherRead: 1,
+		accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 0, 0)
+}
+
+// The SYSCALL doorbell (package pvsyscall) takes back an interrupt KVM
+// still holds when a SYSCALL traps to it from user mode: the vector goes
+// back to IRR and its PV EOI offer is retracted; SYSCALL masked IF, so the
+// loop asks for a window and injects it again when the kernel enables
+// interrupts.
+func TestDoorbellWithdraw(t *testing.T) {
+	const (
+		lstar = 0xFFFFFFFF81000000
+		fmask = 0x47700
+		star  = 0x0023001000000000
+		entry = 0xFFFFFFFF81001000
+		user  = 0x401000
+	)
+	r := newRig(t, 1)
+	ram := r.withPVEOI()
+	u := pvsyscall.New(true, 1)
+	if err := u.Register(&r.bus); err != nil {
+		t.Fatal(err)
+	}
+	var bits []byte
+	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
+	// The guest in user mode, IF=1, runs SYSCALL: the host's emulator
+	// leaves it at the trampoline's store, still at CPL3, IF masked; the
+	// store to the doorbell page exits. KVM has not delivered 0x40.
+	syscall := mmioWrite(pvsyscall.DoorbellGPA, 1)
+	syscall.hold = true
+	syscall.guest = func(f *fakeCPU) {
+		look(f)
+		f.sregs.CS = kvm.Segment{Selector: 0x33, DPL: 3, L: 1, Present: 1, S: 1, Type: 0xB}
+		f.regs = kvm.Regs{RIP: lstar + pvsyscall.TrampolineStoreLen, RCX: user, R11: 0x202, RFLAGS: 0x2}
+	}
+	var after kvm.Regs
+	var afterCS uint16
+	f := newFake(
+		msrExit(true, pveoi.MSR, pvWord|1),
+		msrExit(true, pvsyscall.MSRSyscallEntry, entry),
+		outb(0x92, 0x40),
+		syscall,
+		exitAt(kvm.ExitIRQWindowOpen, true, true).with(func(f *fakeCPU) {
+			look(f)
+			after, afterCS = f.regs, f.sregs.CS.Selector
+			f.regs.RFLAGS |= rflagsIF // the kernel enabled interrupts
+		}),
+		outb(0x80, 0).with(look),
+	)
+	f.msrs[pvsyscall.MSRLSTAR], f.msrs[pvsyscall.MSRFMASK], f.msrs[pvsyscall.MSRSTAR] = lstar, fmask, star
+	r.fakes[0] = f
+	r.runOne()
+	// Entry 4 has the registers the doorbell completed (IF=0): a window,
+	// nothing queued (withdrawn); entry 5 injects 0x40 again.
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, 0x40), e(true, -1), e(false, 0x40), e(false, -1))
+	wantInjected(t, f, 0x40, 0x40)
+	if after.RIP != entry || after.RFLAGS&rflagsIF != 0 || afterCS != 0x10 {
+		t.Errorf("after the doorbell RIP %#x RFLAGS %#x CS %#x, want the kernel's entry %#x with IF=0 at CS 0x10",
+			after.RIP, after.RFLAGS, afterCS, uint64(entry))
+	}
+	// Offered at the first injection, retracted at the withdrawal, offered
+	// again.
+	if want := []byte{1, 0, 1}; string(bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
+	}
+	c := &r.acct.CPUs[0]
+	if c.Withdrawn.Load() != 1 || c.InjectedVec[0x40].Load() != 1 || c.PVEOIs.Load() != 0 {
+		t.Errorf("withdrawn %d, 0x40 injected %d, PV EOIs %d; want 1, 1, 0", c.Withdrawn.Load(), c.InjectedVec[0x40].Load(), c.PVEOIs.Load())
+	}
+	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseMSRSyscallEntryWrite: 1,
+		accounting.CauseOther: 1, accounting.CauseSyscallDoorbell: 1, accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.counters(0, 1, 0, 0)
+}
