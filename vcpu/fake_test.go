@@ -78,6 +78,7 @@ type fakeCPU struct {
 	injected  []uint8 // every KVM_INTERRUPT
 	nmis      int
 	setEvents int
+	sregsGets int // KVM_GET_SREGS calls
 	msrs      map[uint32]uint64
 	sigmask   uint64
 
@@ -217,7 +218,7 @@ func (f *fakeCPU) SetEvents(ev kvm.VCPUEvents) error {
 }
 
 func (f *fakeCPU) SetRegs(r kvm.Regs) error   { f.regs = r; return nil }
-func (f *fakeCPU) Sregs() (kvm.Sregs, error)  { return f.sregs, nil }
+func (f *fakeCPU) Sregs() (kvm.Sregs, error)  { f.sregsGets++; return f.sregs, nil }
 func (f *fakeCPU) SetSregs(s kvm.Sregs) error { f.sregs = s; return nil }
 
 func (f *fakeCPU) GetMSR(index uint32) (uint64, error) {
