@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
@@ -48,6 +49,9 @@ type Info struct {
 	Delivery string `json:"delivery"`
 	// SyscallDoorbell: guest SYSCALLs are completed by govmm (pvsyscall).
 	SyscallDoorbell bool `json:"syscall_doorbell"`
+	// BusMap is the VM's exit bus: every PIO, MMIO and MSR range govmm
+	// serves and what serves it (govmm map prints the same).
+	BusMap []exitbus.Entry `json:"bus_map"`
 }
 
 // VMSource adapts a running VM. con is the console the VM was built with
@@ -64,6 +68,9 @@ func VMSource(vm *vmm.VM, con *linuxguest.Console, info Info) Source {
 		info.Delivery = vm.Accounting().Delivery
 	}
 	info.SyscallDoorbell = info.SyscallDoorbell || vm.SyscallDoorbell()
+	if info.BusMap == nil {
+		info.BusMap = vm.Map()
+	}
 	return vmSource{vm: vm, con: con, info: info}
 }
 

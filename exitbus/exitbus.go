@@ -59,6 +59,21 @@ func (s Space) String() string {
 	return fmt.Sprintf("space(%d)", uint8(s))
 }
 
+// MarshalText names the space in JSON ("pio", "mmio", "msr"), as in Map's
+// text form.
+func (s Space) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a space's name back.
+func (s *Space) UnmarshalText(b []byte) error {
+	for c := range numSpaces {
+		if string(b) == c.String() {
+			*s = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown address space %q (pio, mmio or msr)", b)
+}
+
 // Access is one exit's access as a handler sees it. The vCPU reuses one
 // Access for all its exits: a handler must not keep it.
 type Access struct {

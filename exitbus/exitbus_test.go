@@ -1,6 +1,7 @@
 package exitbus
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -143,5 +144,21 @@ func mustRegister(t *testing.T, b *Bus, r Range) {
 	t.Helper()
 	if err := b.Register(r); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A map entry's JSON names its space, and reads back.
+func TestEntryJSON(t *testing.T) {
+	in := Entry{Space: MSR, Base: 0x800, End: 0x8FF, Name: "x2APIC", PerCPU: true}
+	b, err := json.Marshal(in)
+	if err != nil || !strings.Contains(string(b), `"space":"msr"`) {
+		t.Fatalf("%s, %v", b, err)
+	}
+	var out Entry
+	if err := json.Unmarshal(b, &out); err != nil || out != in {
+		t.Errorf("read back %+v (%v), want %+v", out, err, in)
+	}
+	if err := json.Unmarshal([]byte(`{"space":"dma"}`), &out); err == nil {
+		t.Error("an unknown space was accepted")
 	}
 }

@@ -12,12 +12,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -192,6 +194,11 @@ func checkLiveState(t *testing.T, st dashboard.State) {
 	t.Helper()
 	if st.Info.CPUs != 4 || len(st.CPUs) != 4 || st.Info.Mode != "x2apic-cluster" {
 		t.Errorf("info %+v with %d vCPUs", st.Info, len(st.CPUs))
+	}
+	if !slices.ContainsFunc(st.Info.BusMap, func(e exitbus.Entry) bool {
+		return e.Space == exitbus.MSR && e.Base == 0x800 && e.End == 0x8FF && e.PerCPU
+	}) {
+		t.Errorf("the state's bus map has no per-vCPU x2APIC MSR range: %v", st.Info.BusMap)
 	}
 	for _, c := range st.CPUs {
 		switch c.State {
