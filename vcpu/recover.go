@@ -85,18 +85,17 @@ func (v *VCPU) recover() error {
 
 // injectBP moves RIP past int3 and injects #BP (a trap: it reports the next
 // instruction), which is what the CPU would have done.
-func (v *VCPU) injectBP(n uint64) error { return v.injectTrapEvent(n, nil) }
+func (v *VCPU) injectBP(n uint64) error {
+	return v.injectTrapEvent(n, func(ev *kvm.VCPUEvents) {
+		ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
+	})
+}
 
 // injectTrapEvent moves RIP past an n-byte instruction and has KVM deliver
-// the event set makes (#BP when set is nil) at the next entry, so that the
-// handler's frame names the next instruction. No interrupt from govmm's
-// LAPIC is injected in the same entry (exceptionQueued).
+// the event set makes at the next entry, so that the handler's frame names
+// the next instruction. No interrupt from govmm's LAPIC is injected in the
+// same entry (exceptionQueued).
 func (v *VCPU) injectTrapEvent(n uint64, set func(*kvm.VCPUEvents)) error {
-	if set == nil {
-		set = func(ev *kvm.VCPUEvents) {
-			ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
-		}
-	}
 	run := v.kvm.RunData()
 	run.Sync.Regs.RIP += n
 	run.DirtyRegs |= kvm.SyncRegsGPR
