@@ -26,6 +26,13 @@ const (
 	KVMFeatureEOI = 1 << 6     // KVM_FEATURE_PV_EOI, CPUID 0x40000001 EAX
 )
 
+// Flag and FlagHelp are the unit's on/off switch on govmm's command line
+// (vmm.PVFlags lists every unit's).
+const (
+	Flag     = "pv-eoi"
+	FlagHelp = "advertise KVM's PV EOI, served by govmm: the guest's edge EOIs cost no exit"
+)
+
 // Memory is guest RAM, where the guest's PV EOI word is.
 type Memory interface {
 	Slice(gpa, n uint64) ([]byte, error)

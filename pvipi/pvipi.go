@@ -48,6 +48,13 @@ const (
 	MaxWords       = 64
 )
 
+// Flag and FlagHelp are the unit's on/off switch on govmm's command line
+// (vmm.PVFlags lists every unit's).
+const (
+	Flag     = "pv-ipi"
+	FlagHelp = "advertise govmm's paravirtual send-IPI: one exit per multicast IPI (govmm's kernel then sends all its IPIs through it)"
+)
+
 // Unit is PV send-IPI for a VM. Its MSR is claimed whether or not the
 // feature is offered: without it a WRMSR answers #GP (charged the same).
 // Safe for every vCPU at once: it keeps no state of its own.

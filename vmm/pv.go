@@ -106,3 +106,32 @@ func msrBus() *exitbus.Bus {
 	}
 	return &b
 }
+
+// PVFlag is an on/off switch of the VM's interrupt paths on the command
+// line: a PV unit's (its name and help are the unit package's) or the
+// AVIC-style delivery path's, and the Config field it sets. Every command
+// that builds a VM declares them all from PVFlags, so a new PV unit adds
+// its row here and no flag anywhere else.
+type PVFlag struct {
+	Name, Help string
+	field      func(*Config) *bool
+}
+
+// Set turns the switch on or off in c.
+func (f PVFlag) Set(c *Config, on bool) { *f.field(c) = on }
+
+// On reads the switch from c.
+func (f PVFlag) On(c *Config) bool { return *f.field(c) }
+
+// AVICFlag is the AVIC-style delivery switch (Config.AVIC).
+const AVICFlag = "avic"
+
+var pvFlags = []PVFlag{
+	{pvipi.Flag, pvipi.FlagHelp, func(c *Config) *bool { return &c.PVIPI }},
+	{pveoi.Flag, pveoi.FlagHelp, func(c *Config) *bool { return &c.PVEOI }},
+	{AVICFlag, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --" + pveoi.Flag + ")",
+		func(c *Config) *bool { return &c.AVIC }},
+}
+
+// PVFlags lists the switches, in the order they are declared.
+func PVFlags() []PVFlag { return pvFlags }

@@ -60,7 +60,8 @@ type bootOptions struct {
 	cpus                                                 int
 	mem, mode, kernel, initrd, appendArgs, jsonOut, exec string
 	timeout                                              time.Duration
-	quiet, pv, pveoi, avic, decomp                       bool
+	quiet, decomp                                        bool
+	pvf                                                  pvFlags
 	vmFlags
 }
 
@@ -78,9 +79,7 @@ func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop the guest after this long (0: never)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not echo the guest console")
-	fs.BoolVar(&o.pv, "pv-ipi", false, "advertise govmm's paravirtual send-IPI; govmm's kernel then sends all its IPIs through it")
-	fs.BoolVar(&o.pveoi, "pv-eoi", false, "advertise KVM's PV EOI, served by govmm: Linux's edge EOIs cost no exit")
-	fs.BoolVar(&o.avic, "avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
+	o.pvf = addPVFlags(fs)
 	o.vmFlags = addVMFlags(fs)
 	fs.StringVar(&o.exec, "exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	fs.BoolVar(&o.decomp, "decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
@@ -132,7 +131,8 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 		out = nil
 	}
 	b.con = linuxguest.NewConsole(out, linuxguest.BootMilestones)
-	b.cfg.Console, b.cfg.RunDecompressor, b.cfg.PVEOI, b.cfg.AVIC = b.con, o.decomp, o.pveoi, o.avic
+	b.cfg.Console, b.cfg.RunDecompressor = b.con, o.decomp
+	o.pvf.apply(&b.cfg)
 	if err = o.hostFlags(&b.cfg); err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 // vmConfig is the mode's VM configuration with the guest RAM, the kernel
 // (and where it was read from) and the initramfs.
 func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
-	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pv, o.appendArgs)
+	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pvf.config().PVIPI, o.appendArgs)
 	if err != nil {
 		return cfg, m, "", err
 	}
@@ -204,7 +204,7 @@ func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm
 // emulating host without the SYSCALL doorbell reaching /init is all that
 // can be verified.
 func (o *bootOptions) verdict(stdout io.Writer, vm *vmm.VM, m linuxguest.Mode, res vmm.Result, st linuxguest.State) error {
-	pvIPI := o.pv && o.kernel == ""
+	pvIPI := o.pvf.config().PVIPI && o.kernel == ""
 	if user, err := stoppedBy(res.How); user || err != nil {
 		// Ctrl-A x is a success whatever the guest reached; say what was not verified.
 		if user {

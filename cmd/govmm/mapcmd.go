@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -20,8 +21,7 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	cpus := fs.Int("cpus", 1, "number of vCPUs")
 	x2 := fs.Bool("x2apic", true, "advertise x2APIC in CPUID")
 	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit")
-	pv := fs.Bool("pv-ipi", true, "advertise govmm's paravirtual send-IPI")
-	pveoi := fs.Bool("pv-eoi", false, "advertise KVM's PV EOI, served by govmm")
+	pvf := addPVFlags(fs, pvipi.Flag)
 	asJSON := fs.Bool("json", false, "print the map as JSON")
 	hostFlags := addHostFlags(fs)
 	fs.Usage = func() {
@@ -39,7 +39,8 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot read kernel image: %w", err)
 	}
-	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu, PVIPI: *pv, PVEOI: *pveoi}
+	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu}
+	pvf.apply(&cfg)
 	if !*x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/loader"
+	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -52,11 +53,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 
 // runOptions is what 'govmm run' was asked for.
 type runOptions struct {
-	cpus                             int
-	mem, jsonOut, kvmPath            string
-	x2, nox2, iommu, pv, pveoi, avic bool
-	quiet                            bool
-	timeout                          time.Duration
+	cpus                  int
+	mem, jsonOut, kvmPath string
+	x2, nox2, iommu       bool
+	pvf                   pvFlags
+	quiet                 bool
+	timeout               time.Duration
 	vmFlags
 	mods       moduleFlag
 	kernelPath string   // the KERNEL argument
@@ -73,9 +75,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.BoolVar(&o.x2, "x2apic", true, "advertise x2APIC in CPUID")
 	fs.BoolVar(&o.nox2, "no-x2apic", false, "do not advertise x2APIC (xAPIC only)")
 	fs.BoolVar(&o.iommu, "iommu", true, "add the VT-d interrupt-remapping unit at 0xFED90000")
-	fs.BoolVar(&o.pv, "pv-ipi", true, "advertise govmm's paravirtual send-IPI (one exit per multicast)")
-	fs.BoolVar(&o.pveoi, "pv-eoi", false, "advertise KVM's PV EOI, served by govmm (edge EOIs without exits)")
-	fs.BoolVar(&o.avic, "avic", false, "AVIC-style delivery: edge IPIs posted to the target's IRR backing page without its lock (implies --pv-eoi)")
+	o.pvf = addPVFlags(fs, pvipi.Flag)
 	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the guest after this long (0: never)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the accounting table")
@@ -109,8 +109,9 @@ func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, erro
 		return vmm.Config{}, nil, fmt.Errorf("cannot read kernel image: %w", err)
 	}
 	cfg := vmm.Config{CPUs: o.cpus, MemSize: size, Kernel: kernel, Modules: o.mods.mods,
-		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu, PVIPI: o.pv, PVEOI: o.pveoi,
-		AVIC: o.avic, ConsoleInput: in.r}
+		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu,
+		ConsoleInput: in.r}
+	o.pvf.apply(&cfg)
 	if o.nox2 || !o.x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}
