@@ -28,7 +28,7 @@ type CPUCounters[T any] struct {
 	// KicksSent are AVIC's doorbells among others.
 	KicksSent T `json:"kicks_sent" metric:"govmm_kicks_total" help:"Kicks (signal + immediate_exit) aimed at the vCPU." column:"kicked"`
 	// KicksFailed: the target may run blind until its next exit.
-	KicksFailed T `json:"kicks_failed,omitempty" help:"Kick signals tgkill could not send."`
+	KicksFailed T `json:"kicks_failed,omitempty" metric:"govmm_kicks_failed_total" help:"Kick signals tgkill could not send."`
 	Wakeups     T `json:"wakeups" metric:"govmm_wakeups_total" help:"Times the vCPU left HLT or wait-for-SIPI." column:"woken"`
 	PVEOIs      T `json:"pv_eois,omitempty" metric:"govmm_pv_eois_total" help:"EOIs the guest did through KVM's PV EOI (no exit)." listed:"pv_eois"`
 	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would

@@ -173,10 +173,17 @@ func TestStateShape(t *testing.T) {
 	}
 	cpu := raw["cpus"].([]any)[0].(map[string]any)
 	for _, k := range []string{"cpu", "state", "exits", "exits_per_sec", "by_cause", "by_cause_per_sec", "by_class_per_sec",
-		"top_causes", "ipi_sent", "ipi_delivered", "ipis_sent_per_sec", "injected", "kicks", "wakeups", "nmis",
+		"top_causes", "ipi_sent", "ipi_delivered", "ipis_sent_per_sec", "injected_per_sec",
 		"receiver_exits_per_injection", "apic"} {
 		if _, ok := cpu[k]; !ok {
 			t.Errorf("cpu lacks %q", k)
+		}
+	}
+	// Every counter of accounting's table, under its report name (those
+	// it leaves out while zero aside).
+	for _, k := range accounting.CPUCounterTable {
+		if _, ok := cpu[k.Name]; !ok && !k.OmitZero {
+			t.Errorf("cpu lacks counter %q", k.Name)
 		}
 	}
 	apic := cpu["apic"].(map[string]any)

@@ -110,7 +110,7 @@ func writeTopFrame(w io.Writer, base string, st *dashboard.State) {
 	t := st.Total
 	fmt.Fprintf(w, "exits %d (%s/s)  IPIs sent %s/s  received %s/s  injected %s/s  kicks %d  wakeups %d  remap faults %d\n\n",
 		t.Exits, rate(t.ExitsPerSec), rate(t.IPIsSentPerSec), rate(t.IPIsDeliveredPerSec), rate(t.InjectedPerSec),
-		t.Kicks, t.Wakeups, st.Platform.RemapFaults)
+		t.KicksSent, t.Wakeups, st.Platform.RemapFaults)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "vCPU\tstate\texits/s\texits\tIPIs sent\tinjected\tTPR\tIRR\ttop causes (per s)")
