@@ -2,12 +2,16 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/govmm/govmm/exitbus"
 )
 
 // govmmBin builds (or takes from GOVMM_BIN) the govmm binary.
@@ -129,6 +133,17 @@ func TestCLIRunJSON(t *testing.T) {
 			}
 			if !bytes.Contains(data, []byte(`"delivery": "`+delivery+`"`)) {
 				t.Errorf("JSON lacks \"delivery\": %q:\n%.300s", delivery, data)
+			}
+			var rep struct {
+				BusMap []exitbus.Entry `json:"bus_map"`
+			}
+			if err := json.Unmarshal(data, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(rep.BusMap, func(e exitbus.Entry) bool {
+				return e.Space == exitbus.MMIO && e.Base == 0xfee00000 && e.Movable
+			}) {
+				t.Errorf("JSON's bus_map lacks the movable xAPIC page at 0xfee00000: %+v", rep.BusMap)
 			}
 		})
 	}

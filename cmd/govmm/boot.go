@@ -1,16 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/govmm/govmm/accounting"
 	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
@@ -195,7 +197,7 @@ func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
-	return writeJSONReport(o.jsonOut, report)
+	return writeJSONReport(o.jsonOut, vm, report)
 }
 
 // verdict is boot's outcome: the guest ended by the user is a success
@@ -228,8 +230,16 @@ func (o *bootOptions) verdict(stdout io.Writer, vm *vmm.VM, m linuxguest.Mode, r
 	return res.Err
 }
 
-// writeJSONReport writes the accounting as JSON to path (--json), if set.
-func writeJSONReport(path string, report accounting.Report) error {
+// jsonReport is what --json writes: the accounting and the exit bus map
+// of the VM that was counted (every range its exits were dispatched by).
+type jsonReport struct {
+	accounting.Report
+	BusMap []exitbus.Entry `json:"bus_map"`
+}
+
+// writeJSONReport writes vm's accounting and bus map as JSON to path
+// (--json), if set.
+func writeJSONReport(path string, vm *vmm.VM, report accounting.Report) error {
 	if path == "" {
 		return nil
 	}
@@ -238,7 +248,9 @@ func writeJSONReport(path string, report accounting.Report) error {
 		return err
 	}
 	defer f.Close()
-	return report.WriteJSON(f)
+	e := json.NewEncoder(f)
+	e.SetIndent("", "  ")
+	return e.Encode(jsonReport{report, vm.Map()})
 }
 
 // writeSyscalls reports the SYSCALL doorbell's traffic from /init to the

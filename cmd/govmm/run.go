@@ -137,7 +137,7 @@ func (o *runOptions) report(stdout io.Writer, vm *vmm.VM, res vmm.Result) error 
 		writeHostUsed(stdout, vm)
 		report.WriteTable(stdout)
 	}
-	return writeJSONReport(o.jsonOut, report)
+	return writeJSONReport(o.jsonOut, vm, report)
 }
 
 // exitStats keeps KVM's statistics that count exits.
