@@ -273,9 +273,10 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 
 // prepareEntry acts on latched INIT/SIPI/NMI and injects the highest
 // deliverable vector, or asks KVM for an interrupt window when the guest
-// cannot take it now. Its PendingVector calls fold the LAPIC's AVIC backing
-// page, so every vector posted before the last one runs is seen here. It returns errStop if the VM ended while the vCPU
-// was waiting for SIPI.
+// cannot take it now. It decides from one vlapic.Pending value (look, which
+// folds the LAPIC's AVIC backing page, so every vector posted before it
+// runs is seen here) and one acknowledgement (vlapic.Ack). It returns
+// errStop if the VM ended while the vCPU was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
 	v.lapic.Tick()
@@ -289,37 +290,35 @@ func (v *VCPU) prepareEntry() error {
 		}
 		v.state.Store(uint32(StateGuest))
 	}
-	if v.events.NMI {
+	p := v.look()
+	if p.NMI {
 		v.events.NMI = false
 		if err := v.kvm.NMI(); err == nil {
 			v.acct.NMIs.Add(1)
 		}
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
-	v.pveoi.Sync()
 	allowed := interruptAllowed(run, v.exceptionQueued)
 	injected := -1
-	if _, ok := v.lapic.PendingVector(); ok {
-		if allowed {
-			v.pveoi.Complete() // a nested vector: the first one needs a real EOI
-			if vec, ok, pv := v.lapic.AcknowledgePV(); ok {
-				// The vector is in service now: failing to inject it
-				// would lose it, so that is fatal, never silent.
-				if err := v.kvm.Interrupt(vec); err != nil {
-					return fmt.Errorf("injecting vector %#x: %w", vec, err)
-				}
-				injected = int(vec)
-				v.acct.Inject(vec)
-				if pv {
-					v.pveoi.Offer()
-				}
+	if p.Fixed && allowed {
+		v.pveoi.Complete() // a nested vector: the first one needs a real EOI
+		if ack := v.lapic.AcknowledgePV(); ack.OK {
+			// The vector is in service now: failing to inject it
+			// would lose it, so that is fatal, never silent.
+			if err := v.kvm.Interrupt(ack.Vector); err != nil {
+				return fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
+			}
+			injected = int(ack.Vector)
+			v.acct.Inject(ack.Vector)
+			if ack.PVEOI {
+				v.pveoi.Offer()
 			}
 		}
-		_, more := v.lapic.PendingVector()
-		v.kvm.SetRequestInterruptWindow(more || !allowed)
-	} else {
-		v.kvm.SetRequestInterruptWindow(false)
 	}
+	// A vector that arrives from here on notifies this vCPU, whose kick
+	// makes the coming KVM_RUN exit at once (immediate_exit): only a
+	// vector the CPU cannot take now needs the window.
+	v.kvm.SetRequestInterruptWindow(p.NeedsWindow(allowed))
 	if run.DirtyRegs&kvm.SyncRegsSregs != 0 {
 		// KVM_RUN will load the sregs a handler edited, and loading them
 		// queues the lowest vector of interrupt_bitmap for injection

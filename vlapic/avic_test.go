@@ -167,7 +167,7 @@ func TestAVICPriorityAfterFold(t *testing.T) {
 	if v, ok := a.PendingVector(); !ok || v != 0x90 {
 		t.Fatalf("pending %#x %v, want 0x90 (nested)", v, ok)
 	}
-	if v, ok, pv := a.AcknowledgePV(); !ok || v != 0x90 || pv {
+	if v, ok, pv := ackPV(a); !ok || v != 0x90 || pv {
 		t.Errorf("AcknowledgePV %#x %v pv=%v, want 0x90 without PV EOI (0x85 is requested)", v, ok, pv)
 	}
 	a.EOI() // 0x90
@@ -191,13 +191,13 @@ func TestAVICPVEOISeesPosted(t *testing.T) {
 	b := avicBus(t, 1)
 	a := b.LAPIC(0)
 	b.Deliver(fixed(0x40, Physical, 0))
-	if v, ok, pv := a.AcknowledgePV(); !ok || v != 0x40 || !pv {
+	if v, ok, pv := ackPV(a); !ok || v != 0x40 || !pv {
 		t.Fatalf("AcknowledgePV %#x %v pv=%v, want 0x40 with PV EOI", v, ok, pv)
 	}
 	a.EOI()
 	b.Deliver(fixed(0x40, Physical, 0))
 	b.Deliver(fixed(0x30, Physical, 0))
-	if v, ok, pv := a.AcknowledgePV(); !ok || v != 0x40 || pv {
+	if v, ok, pv := ackPV(a); !ok || v != 0x40 || pv {
 		t.Errorf("AcknowledgePV %#x %v pv=%v, want 0x40 without PV EOI (0x30 was posted)", v, ok, pv)
 	}
 }

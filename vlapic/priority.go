@@ -55,23 +55,33 @@ func (a *LAPIC) Acknowledge() (uint8, bool) {
 	return v, ok
 }
 
-// AcknowledgePV is Acknowledge that also says whether the vector may end
-// with a paravirtual EOI (KVM's PV EOI rule, apic_sync_pv_eoi_to_guest):
-// it is edge-triggered (TMR clear: no IOAPIC waits for its EOI) and nothing
-// else is requested in IRR or posted to the AVIC backing page, so a lazy
-// EOI cannot hold anything back.
-func (a *LAPIC) AcknowledgePV() (v uint8, ok, pvEOI bool) {
+// Ack is what an acknowledgement (AcknowledgePV) tells the CPU's loop:
+// the vector now in service and whether it may end with a paravirtual EOI.
+type Ack struct {
+	Vector uint8
+	OK     bool // a vector was pending and is in service now
+	// PVEOI (KVM's PV EOI rule, apic_sync_pv_eoi_to_guest): the vector is
+	// edge-triggered (TMR clear: no IOAPIC waits for its EOI) and nothing
+	// else is requested in IRR or posted to the AVIC backing page, so a
+	// lazy EOI cannot hold anything back.
+	PVEOI bool
+}
+
+// AcknowledgePV is the INTA cycle as the vCPU loop does it before entry:
+// Acknowledge, and whether the vector may end with a PV EOI (Ack), under
+// one lock.
+func (a *LAPIC) AcknowledgePV() Ack {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	v, ok = a.pendingLocked()
+	v, ok := a.pendingLocked()
 	if !ok {
-		return 0, false, false
+		return Ack{}
 	}
 	a.irr.clear(v)
 	a.isr.set(v)
 	a.updatePPRLocked()
-	_, more := a.irr.highest()
-	return v, true, !a.tmr.test(v) && !more && !a.pir.any()
+	_, requested := a.irr.highest()
+	return Ack{Vector: v, OK: true, PVEOI: !a.tmr.test(v) && !requested && !a.pir.any()}
 }
 
 // Unacknowledge undoes Acknowledge of v when the VMM withdrew the injection
@@ -152,6 +162,11 @@ func (a *LAPIC) TakePending() Pending {
 // Work says whether p has something for the CPU to act on: a vector, an
 // NMI, an INIT or a SIPI (an ExtINT is not: there is no 8259 to ask).
 func (p Pending) Work() bool { return p.Fixed || p.NMI || p.INIT || p.SIPI }
+
+// NeedsWindow says whether the CPU must ask for an interrupt window: a
+// vector is deliverable, and the CPU cannot take it now (allowed: RFLAGS.IF
+// set, no interrupt shadow, no event already queued; the loop knows).
+func (p Pending) NeedsWindow(allowed bool) bool { return p.Fixed && !allowed }
 
 // Wakes says whether p ends a HLT executed with RFLAGS.IF = ifFlag: an
 // NMI, an INIT, or a vector the CPU can take.
