@@ -33,7 +33,7 @@ func installKickHandler() {
 // delivery sets IRR before calling Notify, so one of the two always sees
 // the other. With AVIC-style delivery (vlapic.Options.AVIC) the sender sets
 // a bit of the target's IRR backing page with an atomic OR instead, and
-// that last look (PendingVector in prepareEntry; in halt, the wake check)
+// that last look (look in prepareEntry; in halt, the wake check)
 // folds the page into IRR with atomic swaps: Go's atomics are sequentially
 // consistent, so the same argument holds and no IPI is lost. Notify is then
 // AVIC's doorbell: KicksSent counts it per target vCPU; a halted vCPU is
