@@ -282,8 +282,8 @@ func TestCounterTables(t *testing.T) {
 			series[s] = true
 		}
 	}
-	if len(CPUCounterTable) != 7 || len(PlatformCounterTable) != 7 {
-		t.Errorf("%d vCPU and %d platform counters, want 7 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	if len(CPUCounterTable) != 10 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 10 and 7", len(CPUCounterTable), len(PlatformCounterTable))
 	}
 
 	// Distinct values in every counter: the snapshot, the difference, the
@@ -317,6 +317,45 @@ func TestCounterTables(t *testing.T) {
 	if err := json.Unmarshal(buf, &back); err != nil || back.Total.CPUCounters != r.Total.CPUCounters ||
 		back.Platform.PlatformCounters != r.Platform.PlatformCounters {
 		t.Errorf("JSON round trip: %v\n%+v\n%+v", err, back.Total.CPUCounters, r.Total.CPUCounters)
+	}
+}
+
+// TestHaltPollingListed: the halt-polling counters are a list of their
+// own in the text report, written only once a halt polled, and the
+// polling time is exported in seconds.
+func TestHaltPollingListed(t *testing.T) {
+	a := NewVM(2)
+	var b strings.Builder
+	a.Report().WriteTable(&b)
+	if strings.Contains(b.String(), "halt polling") {
+		t.Errorf("no halt polled, yet the report lists halt polling:\n%s", b.String())
+	}
+	a.CPUs[1].HaltPolls.Add(3)
+	a.CPUs[1].HaltPollHits.Add(2)
+	a.CPUs[1].HaltPollNanos.Add(45000)
+	b.Reset()
+	a.Report().WriteTable(&b)
+	out := b.String()
+	i := strings.Index(out, "halt polling")
+	if i < 0 {
+		t.Fatalf("the report lacks the halt polling list:\n%s", out)
+	}
+	for _, want := range []string{"halts_polled", "woken_while_polling", "ns_polled", "45000"} {
+		if !strings.Contains(out[i:], want) {
+			t.Errorf("halt polling list lacks %q:\n%s", want, out[i:])
+		}
+	}
+	if j := strings.Index(out, "without an exit"); j >= 0 && strings.Contains(out[j:i], "halts_polled") {
+		t.Errorf("halt polling counters in the list of interrupts ended without an exit:\n%s", out)
+	}
+	for _, k := range CPUCounterTable {
+		want := 1.0
+		if k.Name == "halt_poll_ns" {
+			want = 1e-9
+		}
+		if k.Scale != want {
+			t.Errorf("%s: metric scale %v, want %v", k.Name, k.Scale, want)
+		}
 	}
 }
 

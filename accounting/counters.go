@@ -34,6 +34,13 @@ type CPUCounters[T any] struct {
 	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
 	// have delivered them at CPL0 on the user stack; pvsyscall/unit.go).
 	Withdrawn T `json:"withdrawn,omitempty" metric:"govmm_injections_withdrawn_total" help:"Injections taken back at the SYSCALL doorbell (injected again later)." listed:"withdrawn_at_syscall_doorbell"`
+	// Halt polling (package haltpoll): a halted vCPU's thread looks for a
+	// wake-up for a moment before it sleeps. HaltPollHits are the polls
+	// that saw it (the thread never slept); HaltPollNanos is the host
+	// time spent polling, hit or miss.
+	HaltPolls     T `json:"halt_polls,omitempty" metric:"govmm_halt_polls_total" help:"Halts whose thread polled for a wake-up before sleeping." listed:"halts_polled" group:"halt polling"`
+	HaltPollHits  T `json:"halt_poll_hits,omitempty" metric:"govmm_halt_poll_hits_total" help:"Halt polls that saw the wake-up (the thread did not sleep)." listed:"woken_while_polling" group:"halt polling"`
+	HaltPollNanos T `json:"halt_poll_ns,omitempty" metric:"govmm_halt_poll_seconds_total" scale:"1e-9" help:"Host time the vCPU's thread spent polling in halts." listed:"ns_polled" group:"halt polling"`
 }
 
 // Inject counts one vector injected with KVM_INTERRUPT.

@@ -194,13 +194,14 @@ func writeCounts(w io.Writer, title string, m map[string]uint64) {
 	tw.Flush()
 }
 
-// writeListed writes the counters of table with a Listed name, unless
-// all are zero; it says whether it wrote them.
-func writeListed(w io.Writer, title string, table []Counter, at func(Counter) *uint64) bool {
+// writeListed writes the counters of table with a Listed name in group
+// ("" for the scope's own list) under title, unless all are zero; it says
+// whether it wrote them.
+func writeListed(w io.Writer, title, group string, table []Counter, at func(Counter) *uint64) bool {
 	m := map[string]uint64{}
 	var nonzero uint64
 	for _, k := range table {
-		if k.Listed != "" {
+		if k.Listed != "" && k.Group == group {
 			m[k.Listed] = *at(k)
 			nonzero |= *at(k)
 		}
@@ -211,6 +212,9 @@ func writeListed(w io.Writer, title string, table []Counter, at func(Counter) *u
 	writeCounts(w, title, m)
 	return true
 }
+
+// haltPolling is the group of the halt-polling counters (CPUCounters).
+const haltPolling = "halt polling"
 
 // WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.
@@ -223,11 +227,12 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
-	writeListed(w, "interrupts ended or taken back without an exit", CPUCounterTable, r.Total.At)
+	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
+	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)
 	// The platform's counters stay zero until an IOAPIC entry fires or a
 	// device sends an MSI (the others count what became of those), and so
 	// do the faults by reason: they are listed together or not at all.
-	if writeListed(w, "device interrupts", PlatformCounterTable, r.Platform.At) {
+	if writeListed(w, "device interrupts", "", PlatformCounterTable, r.Platform.At) {
 		writeCounts(w, "interrupt-remapping faults by reason", r.Platform.FaultByReason)
 	}
 	for _, s := range r.Sections {

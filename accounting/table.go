@@ -3,6 +3,7 @@ package accounting
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -23,13 +24,20 @@ type Counter struct {
 	// Counters that share a family differ by Label.
 	Metric string
 	Label  MetricLabel
+	// Scale is the metric's value per count (the scale tag): 1e-9 for a
+	// counter of nanoseconds exported in seconds, Prometheus's base unit.
+	Scale float64
 	// Column heads the counter's column in the text report's per-vCPU
 	// table; "" for none.
 	Column string
-	// Listed names the counter in the text report's list of its scope's
-	// counters ("interrupts ended or taken back without an exit" for a
-	// vCPU, "device interrupts" for the platform); "" for not listed.
+	// Listed names the counter in one of the text report's lists: its
+	// scope's list ("interrupts ended or taken back without an exit" for
+	// a vCPU, "device interrupts" for the platform), or the list named by
+	// Group; "" for not listed.
 	Listed string
+	// Group is the title of the list a Listed counter is in, when not its
+	// scope's (the group tag; e.g. "halt polling").
+	Group string
 
 	field int // index of the field in its struct
 }
@@ -69,13 +77,21 @@ func counterTable(t reflect.Type, scope Scope) []Counter {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		c := Counter{Name: name, OmitZero: opts == "omitempty", Help: f.Tag.Get("help"), Scope: scope,
-			Metric: f.Tag.Get("metric"), Column: f.Tag.Get("column"), Listed: f.Tag.Get("listed"), field: i}
+			Metric: f.Tag.Get("metric"), Column: f.Tag.Get("column"), Listed: f.Tag.Get("listed"), Group: f.Tag.Get("group"), field: i}
 		switch k := f.Tag.Get("kind"); k {
 		case "", "counter":
 		case "gauge":
 			c.Kind = KindGauge
 		default:
 			panic(fmt.Sprintf("accounting: %s.%s: kind %q", t.Name(), f.Name, k))
+		}
+		c.Scale = 1
+		if sc := f.Tag.Get("scale"); sc != "" {
+			v, err := strconv.ParseFloat(sc, 64)
+			if err != nil || v <= 0 {
+				panic(fmt.Sprintf("accounting: %s.%s: scale %q", t.Name(), f.Name, sc))
+			}
+			c.Scale = v
 		}
 		if l := f.Tag.Get("label"); l != "" {
 			n, v, ok := strings.Cut(l, "=")

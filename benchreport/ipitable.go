@@ -18,6 +18,7 @@ type IPIRow struct {
 	Delivery  string // plain, pveoi (plain path, guest uses PV EOI) or avic
 	Kind      string // "unicast" or "multicast"
 	Dests     int    // destination CPUs per IPI (1 for unicast)
+	First     int    // a multicast's first APIC ID: it goes to IDs First..First+Dests-1
 	CPUs      int    // vCPUs of the VM
 
 	IPIs       uint64 // IPI operations of the sender: unicast sends or multicasts
@@ -246,7 +247,7 @@ func (t *IPITable) WriteMarkdown(w io.Writer) {
 // WriteCSV writes one line per case, raw counts and ratios.
 func (t *IPITable) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"mode", "guest_mode", "delivery", "kind", "dests", "cpus", "ipis", "sends", "deliveries",
+	cw.Write([]string{"mode", "guest_mode", "delivery", "kind", "dests", "first_apic_id", "cpus", "ipis", "sends", "deliveries",
 		"sender_exits", "receiver_exits", "sender_exits_per_ipi", "sender_min", "receiver_exits_per_delivery",
 		"receiver_min", "receiver_exits_per_ipi", "sender_above_min_because", "receiver_above_min_because", "skipped"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
@@ -261,7 +262,7 @@ func (t *IPITable) WriteCSV(w io.Writer) error {
 			if r.Skipped == "" && above(r.RecvPerDelivery(), r.RecvMin) {
 				rw = r.RecvWhy
 			}
-			cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Kind, strconv.Itoa(r.Dests), strconv.Itoa(r.CPUs),
+			cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Kind, strconv.Itoa(r.Dests), strconv.Itoa(r.First), strconv.Itoa(r.CPUs),
 				u(r.IPIs), u(r.Sends), u(r.Deliveries), u(r.SenderExit), u(r.RecvExit),
 				f(r.SenderPerIPI()), f(r.SenderMin), f(r.RecvPerDelivery()), f(r.RecvMin), f(r.RecvPerIPI()),
 				sw, rw, r.Skipped})

@@ -9,7 +9,7 @@ import (
 
 func ipiSample() *IPITable {
 	row := func(mode, del, kind string, dests int, ipis, deliv, sx, rx uint64, smin, rmin float64) IPIRow {
-		return IPIRow{Mode: mode, GuestMode: mode, Delivery: del, Kind: kind, Dests: dests, CPUs: 65,
+		return IPIRow{Mode: mode, GuestMode: mode, Delivery: del, Kind: kind, Dests: dests, First: 1, CPUs: 65,
 			IPIs: ipis, Sends: ipis, Deliveries: deliv, SenderExit: sx, RecvExit: rx, SenderMin: smin, RecvMin: rmin}
 	}
 	// Out of order on purpose: the table sorts unicast first, dests up.
@@ -82,7 +82,7 @@ func TestIPIMarkdownAndCSV(t *testing.T) {
 	}
 	// recs[1..3]: x2apic-cluster plain unicast, multicast 1, multicast 16.
 	r := recs[3]
-	for k, want := range map[string]string{"mode": "x2apic-cluster", "kind": "multicast", "dests": "16", "sends": "4",
+	for k, want := range map[string]string{"mode": "x2apic-cluster", "kind": "multicast", "dests": "16", "first_apic_id": "1", "sends": "4",
 		"sender_exits_per_ipi": "2.000", "sender_min": "1.000", "receiver_exits_per_delivery": "2.000",
 		"receiver_exits_per_ipi": "32.000", "sender_above_min_because": "APIC IDs 1..16 touch 2 clusters",
 		"receiver_above_min_because": ""} {

@@ -77,7 +77,7 @@ func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...
 	if m.Label.Name != "" {
 		labels = append(labels, m.Label.Value)
 	}
-	ch <- prometheus.MustNewConstMetric(m.desc, t, float64(v), labels...)
+	ch <- prometheus.MustNewConstMetric(m.desc, t, float64(v)*m.Scale, labels...)
 }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {

@@ -60,17 +60,37 @@ func ClusterSize(mode string) int {
 	return 0
 }
 
+// First is the first APIC ID of ipi.elf's multicast set (its dests=N
+// goes to APIC IDs First .. First+N-1). By default it is 1, the first AP,
+// so in cluster modes the set straddles cluster 0, which holds the BSP;
+// aligned (ipi.elf aligned=1, 'govmm bench-ipi --aligned') starts it at
+// cluster 1 instead, so that N CPUs take the cluster-aligned minimum of
+// ICR writes. Modes without clusters start at 1 either way.
+func First(mode string, aligned bool) int {
+	if aligned && ClusterSize(mode) > 0 {
+		return ClusterSize(mode)
+	}
+	return 1
+}
+
+// Fits says whether APIC IDs first .. first+dests-1 are all members on
+// cpus vCPUs (members are APIC IDs 1 .. Members).
+func Fits(mode string, cpus, first, dests int) bool {
+	return first+dests-1 <= Members(mode, cpus)
+}
+
 // ICRs is how many ICR writes ipi.elf makes for one IPI to APIC IDs
-// 1..dests: one per cluster the set touches in cluster modes (cluster 0
-// holds the BSP too), one per destination in physical modes.
-func ICRs(mode string, dests int) int {
+// first .. first+dests-1: one per cluster the set touches in cluster
+// modes, one per destination in physical modes.
+func ICRs(mode string, first, dests int) int {
 	switch {
 	case dests == 0:
 		return 0
 	case mode == "pv" || mode == "xapic-flat":
 		return 1
 	case ClusterSize(mode) > 0:
-		return dests/ClusterSize(mode) + 1 // clusters 0 .. dests/size
+		size := ClusterSize(mode)
+		return (first+dests-1)/size - first/size + 1 // clusters touched
 	}
 	return dests
 }

@@ -33,9 +33,9 @@ type ipiExpect struct {
 func expectFor(mode string, n int) ipiExpect {
 	e := ipiExpect{x2: ipicost.X2APIC(mode), members: ipicost.Members(mode, n)}
 	p := e.members
-	e.icr[1] = rounds * p                     // one ICR write per unicast IPI
-	e.icr[2] = rounds * ipicost.ICRs(mode, p) // one multicast to every member
-	e.icr[3] = rounds * 2                     // all-excluding-self shorthand + broadcast destination
+	e.icr[1] = rounds * p                        // one ICR write per unicast IPI
+	e.icr[2] = rounds * ipicost.ICRs(mode, 1, p) // one multicast to every member
+	e.icr[3] = rounds * 2                        // all-excluding-self shorthand + broadcast destination
 	e.spinners = min(p, 3)
 	e.icr[4], e.icr[5] = e.spinners, e.spinners
 	return e

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -305,6 +306,8 @@ type rig struct {
 	done  chan struct{}
 	clock wallClock
 	pveoi []PVEOI // per vCPU, nil: none (set before start)
+	// haltPoll is every vCPU's halt-polling policy (set before start).
+	haltPoll haltpoll.Policy
 }
 
 // sink forwards the LAPICs' notifications to the vCPUs.
@@ -351,7 +354,7 @@ func (r *rig) build() {
 			boot = &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Acct: &r.acct.CPUs[i], Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
@@ -71,6 +72,9 @@ type Config struct {
 	// Boot is the register state of the BSP; nil makes the vCPU an AP that
 	// waits for INIT/SIPI.
 	Boot *EntryState
+	// HaltPoll is how the vCPU's thread polls for a wake-up after HLT
+	// before it sleeps (package haltpoll); the zero Policy never polls.
+	HaltPoll haltpoll.Policy
 	// Symbols gives the table that names guest kernel addresses in dumps,
 	// read on the first dump (a vmlinux's symbols take a moment to load);
 	// nil, or a nil table, prints bare addresses.
@@ -122,13 +126,15 @@ type VCPU struct {
 	timer      *time.Timer
 	timerAt    int64
 	timerArmed bool
+
+	poll *haltpoll.Window // how long the next halt polls
 }
 
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1)}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
 	}
@@ -350,24 +356,73 @@ func (v *VCPU) latch(e vlapic.Events) {
 // halt sleeps after HLT until an interrupt the guest can take (IF set),
 // an NMI or an INIT arrives. It returns false when the VM ends. The wake
 // check (look: TakePending) folds the AVIC backing page, and senders post
-// before they notify, so a posted IPI always ends the sleep.
+// before they notify, so a posted IPI always ends the sleep. Before the
+// first sleep the thread polls for a wake-up for the window package
+// haltpoll gives it, and tells the window how long the halt lasted.
 func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))
+	start := v.clock.Now()
+	woke := v.waitWake(ifFlag, start)
+	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
+	if woke {
+		v.acct.Wakeups.Add(1)
+	}
+	return woke
+}
+
+// waitWake is halt's wait: look, poll once, then sleep until woken and
+// look again. It returns false when the VM ends.
+func (v *VCPU) waitWake(ifFlag bool, start int64) bool {
+	polled, slept := false, false
 	for {
 		v.lapic.Tick()
 		if v.look().Wakes(ifFlag) {
-			break
+			if polled && !slept {
+				v.acct.HaltPollHits.Add(1)
+			}
+			return true
 		}
 		v.syncTimer()
+		if !polled {
+			polled = true
+			if v.pollWake(start) {
+				continue
+			}
+		}
+		slept = true
 		select {
 		case <-v.wake:
 		case <-v.done:
 			return false
 		}
 	}
-	v.acct.Wakeups.Add(1)
-	return true
+}
+
+// pollWake spins until a wake-up signal comes or the poll window, counted
+// from start, ends; it says whether one came (and takes it). Every wake-up
+// arrives as that signal (Notify, after the sender set IRR or posted to
+// the AVIC page; the LAPIC timer's host timer, which syncTimer armed, also
+// notifies), so the spin reads one channel length and the clock, and takes
+// no lock a sender needs. Polls and their time are counted.
+func (v *VCPU) pollWake(start int64) bool {
+	win := v.poll.Poll()
+	if win <= 0 {
+		return false
+	}
+	v.acct.HaltPolls.Add(1)
+	t0 := v.clock.Now()
+	stop, now := start+int64(win), t0
+	for len(v.wake) == 0 && now < stop {
+		now = v.clock.Now()
+	}
+	v.acct.HaltPollNanos.Add(uint64(max(now-t0, 0)))
+	select {
+	case <-v.wake:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitSIPI parks the vCPU until a Startup IPI, then puts it in real mode at

@@ -40,7 +40,9 @@ var ipiDeliveries = map[string]bool{"plain": true, "pveoi": true, "avic": true}
 
 var ipiBenchNote = `Cells: **sender exits per IPI / exits per receiving CPU**. The sender is
 the BSP; an IPI is one unicast send or one multicast to all its destinations
-(APIC IDs 1..N), however many ICR writes the mode needs for it. A receiver's
+(APIC IDs 1..N; with --aligned, in cluster modes, IDs C..C+N-1 from the
+first cluster without the BSP, C its width), however many ICR writes the
+mode needs for it. A receiver's
 figure is its exits in the section divided by the IPIs it received; the
 receivers halt between IPIs, so each delivery wakes a halted CPU (one HLT
 exit, no kick). A receiver's HLT exit is counted at the wake-up that ends
@@ -55,6 +57,7 @@ avic = AVIC-style delivery (--avic, which implies PV EOI; the guest uses it).`
 // ipiBench is one 'govmm bench-ipi' configuration.
 type ipiBench struct {
 	cpus, rounds int
+	aligned      bool // multicast sets start at cluster 1 (ipi.elf aligned=1)
 	modes        []string
 	dests        []int
 	deliveries   []string
@@ -84,9 +87,13 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d` "+
+	aligned := ""
+	if b.aligned {
+		aligned = " --aligned"
+	}
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d%s` "+
 		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
-		b.rounds, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
+		b.rounds, aligned, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return 0, err
 	}
@@ -107,6 +114,8 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	modeList := fs.String("modes", "xapic-phys,xapic-cluster,x2apic-phys,x2apic-cluster,mixed,pv",
 		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
 	destList := fs.String("dests", "1,2,4,16,32,64", "comma-separated multicast destination counts (APIC IDs 1..N)")
+	aligned := fs.Bool("aligned", false, "in cluster modes, multicast to APIC IDs C..C+N-1 (C the cluster width: 4 xAPIC, 16 x2APIC), "+
+		"the first cluster without the BSP, so N CPUs take the cluster-aligned minimum of ICR writes")
 	delList := fs.String("delivery", "plain,pveoi,avic", "comma-separated delivery paths: plain, pveoi, avic")
 	rounds := fs.Int("rounds", 2, "IPIs per destination in each section (ipi.elf rounds=)")
 	guest := fs.String("guest", ipiGuestPath(), "the ipi.elf guest")
@@ -122,7 +131,7 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	if fs.NArg() > 0 {
 		return nil, "", fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
 	}
-	b := &ipiBench{cpus: *cpus, rounds: *rounds, timeout: *timeout, progress: stderr}
+	b := &ipiBench{cpus: *cpus, rounds: *rounds, aligned: *aligned, timeout: *timeout, progress: stderr}
 	if b.cpus < 2 || b.cpus > 1024 {
 		return nil, "", fmt.Errorf("--cpus %d: want 2 to 1024", b.cpus)
 	}
@@ -169,10 +178,14 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 	total, i := len(b.modes)*len(b.deliveries)*len(b.dests), 0
 	for _, m := range b.modes {
 		guest := ipiBenchModes[m]
-		members := ipicost.Members(guest, b.cpus)
+		members, first := ipicost.Members(guest, b.cpus), ipicost.First(guest, b.aligned)
 		for _, del := range b.deliveries {
 			row := func(kind string, dests int) benchreport.IPIRow {
-				return benchreport.IPIRow{Mode: m, GuestMode: guest, Delivery: del, Kind: kind, Dests: dests, CPUs: b.cpus}
+				r := benchreport.IPIRow{Mode: m, GuestMode: guest, Delivery: del, Kind: kind, Dests: dests, First: first, CPUs: b.cpus}
+				if kind == "unicast" {
+					r.First = 1 // one IPI to each member AP in turn
+				}
+				return r
 			}
 			if !ipicost.X2APIC(guest) && b.cpus > 255 {
 				why := fmt.Sprintf("%s needs 255 vCPUs or fewer (xAPIC IDs stop at 254)", m)
@@ -191,9 +204,12 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 			haveUni := false
 			for _, d := range b.dests {
 				i++
-				if d > members {
+				if !ipicost.Fits(guest, b.cpus, first, d) {
 					r := row("multicast", d)
 					r.Skipped = fmt.Sprintf("%s on %d vCPUs has %d APs to address (%s)", guest, b.cpus, members, ipicost.MemberRule(guest))
+					if first > 1 {
+						r.Skipped = fmt.Sprintf("APIC IDs %d..%d: %s", first, first+d-1, r.Skipped)
+					}
 					tab.Rows = append(tab.Rows, r)
 					fmt.Fprintf(b.progress, "[%d/%d] %s %s dests=%d: skipped, %s\n", i, total, m, del, d, r.Skipped)
 					continue
@@ -225,11 +241,17 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 
 var reIPISummary = regexp.MustCompile(`# summary mode=(\S+) cpus=(\d+) rounds=(\d+) member_aps=(\d+) unicast=(\d+) multicast_dests=(\d+) multicast_icrs=(\d+)`)
 
+// reIPIFirst is the summary's first multicast APIC ID (ipi.elf aligned=).
+var reIPIFirst = regexp.MustCompile(`# summary .* multicast_first=(\d+)`)
+
 // one runs ipi.elf once and fills the unicast (section 1) and multicast
 // (section 2) rows.
 func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, benchreport.IPIRow, error) {
 	guest := ipiBenchModes[uni.Mode]
 	cmdline := fmt.Sprintf("mode=%s rounds=%d dests=%d", guest, b.rounds, multi.Dests)
+	if b.aligned {
+		cmdline += " aligned=1"
+	}
 	if uni.Delivery != "plain" {
 		cmdline += " pveoi=1"
 	}
@@ -256,6 +278,13 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	unicasts, _ := strconv.ParseUint(m[5], 10, 64)
 	if d, _ := strconv.Atoi(m[6]); d != multi.Dests {
 		return uni, multi, fmt.Errorf("ipi.elf multicast to %d APs, asked for %d", d, multi.Dests)
+	}
+	f := reIPIFirst.FindStringSubmatch(log)
+	if f == nil {
+		return uni, multi, fmt.Errorf("ipi.elf printed no multicast_first=: it predates aligned=1, rebuild it ('make guests')")
+	}
+	if first, _ := strconv.Atoi(f[1]); first != multi.First {
+		return uni, multi, fmt.Errorf("ipi.elf multicast from APIC ID %d, want %d", first, multi.First)
 	}
 	secs := map[int]accounting.Section{}
 	for _, s := range vm.Accounting().Sections() {
@@ -358,9 +387,9 @@ func senderWhy(r benchreport.IPIRow, bsp accounting.Snapshot) string {
 	k := ipicost.ExitsPerICR(r.GuestMode)
 	var why []string
 	if r.Kind == "multicast" {
-		if got, least := ipicost.ICRs(r.GuestMode, r.Dests), ipicost.MinICRs(r.GuestMode, r.Dests); got > least {
-			why = append(why, fmt.Sprintf("APIC IDs 1..%d touch %d clusters of %d (cluster 0 also holds the BSP, ID 0): %d ICR writes, not ceil(%d/%d) = %d",
-				r.Dests, got, ipicost.ClusterSize(r.GuestMode), got, r.Dests, ipicost.ClusterSize(r.GuestMode), least))
+		if got, least := ipicost.ICRs(r.GuestMode, r.First, r.Dests), ipicost.MinICRs(r.GuestMode, r.Dests); got > least {
+			why = append(why, fmt.Sprintf("APIC IDs %d..%d touch %d clusters of %d (cluster 0 also holds the BSP, ID 0; --aligned starts at cluster 1): %d ICR writes, not ceil(%d/%d) = %d",
+				r.First, r.First+r.Dests-1, got, ipicost.ClusterSize(r.GuestMode), got, r.Dests, ipicost.ClusterSize(r.GuestMode), least))
 		}
 	}
 	var sends uint64

@@ -107,6 +107,81 @@ func TestBenchIPI(t *testing.T) {
 	}
 }
 
+// TestBenchIPIAligned runs 'govmm bench-ipi --aligned' in xAPIC cluster
+// mode on 9 vCPUs: a multicast to 4 CPUs goes to APIC IDs 4..7, all of
+// cluster 1, in one ICR write (3 sender exits: the cluster-aligned
+// minimum; from ID 1 the same 4 CPUs span clusters 0 and 1, 2 writes); 5
+// CPUs (IDs 4..8) take 2, also the minimum; 6 (IDs 4..9) do not fit.
+func TestBenchIPIAligned(t *testing.T) {
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
+		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
+	} else {
+		f.Close()
+	}
+	guest := ipiGuestPath()
+	if _, err := os.Stat(guest); err != nil {
+		t.Fatalf("ipi.elf not built (run 'make guests'): %v", err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"bench-ipi", "--aligned", "--cpus", "9", "--dests", "4,5,6", "--modes", "xapic-cluster",
+		"--delivery", "plain", "--guest", guest, "--out", out}, &stdout, &stderr)
+	if status != 0 {
+		t.Fatalf("bench-ipi exited %d:\n%s", status, stderr.String())
+	}
+	f, err := os.Open(filepath.Join(out, "report.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	want := map[string]struct{ first, sends, sender, skipped string }{
+		"unicast/1":   {"1", "1.000", "3.000", ""},
+		"multicast/4": {"4", "1.000", "3.000", ""},
+		"multicast/5": {"4", "2.000", "6.000", ""},
+		"multicast/6": {"4", "", "", "APIC IDs 4..9"},
+	}
+	for _, r := range recs[1:] {
+		get := func(k string) string { return r[col[k]] }
+		key := get("kind") + "/" + get("dests")
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected row %s: %v", key, r)
+			continue
+		}
+		delete(want, key)
+		if get("first_apic_id") != w.first || !strings.Contains(get("skipped"), w.skipped) || (w.skipped == "") != (get("skipped") == "") {
+			t.Errorf("%s: first APIC ID %q, skipped %q; want %q and %q", key, get("first_apic_id"), get("skipped"), w.first, w.skipped)
+		}
+		if w.skipped != "" {
+			continue
+		}
+		if get("sender_exits_per_ipi") != w.sender || get("sender_min") != w.sender || get("sender_above_min_because") != "" {
+			t.Errorf("%s: sender %s exits per IPI (minimum %s, because %q), want exactly %s at the minimum",
+				key, get("sender_exits_per_ipi"), get("sender_min"), get("sender_above_min_because"), w.sender)
+		}
+		ipis, _ := strconv.ParseFloat(get("ipis"), 64)
+		sends, _ := strconv.ParseFloat(get("sends"), 64)
+		if got := strconv.FormatFloat(sends/ipis, 'f', 3, 64); key != "unicast/1" && got != w.sends {
+			t.Errorf("%s: %s ICR writes per IPI, want %s", key, got, w.sends)
+		}
+	}
+	for k := range want {
+		t.Errorf("no row %s in the CSV", k)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if !strings.Contains(string(md), "--rounds 2 --aligned`") {
+		t.Errorf("report.md does not say --aligned:\n%s", md)
+	}
+}
+
 // TestIPIMinimum checks that the table's minimum figures are the cost
 // model's (package ipicost) for a multicast to APIC IDs 1..N.
 func TestIPIMinimum(t *testing.T) {

@@ -3,7 +3,7 @@
  * cmdline: mode=xapic-phys|xapic-flat|xapic-cluster|x2apic-phys|x2apic-cluster|pv
  *          rounds=R (default 2)  lowprio=strict|any (default strict)
  *          bcast=logical|phys (default: logical in logical modes)
- *          dests=N (default: every member AP) pveoi=1
+ *          dests=N (default: every member AP) aligned=1 pveoi=1
  * lowprio=any and bcast=phys only exist for QEMU's APIC, which picks the
  * first CPU of a lowest-priority set and ignores logical destination 0xFF
  * in cluster mode (and for LDR 0 CPUs in flat mode); KVM and the SDM don't.
@@ -11,10 +11,13 @@
  * Accounting sections (port 0x660), BSP only writes the markers:
  *   1 unicast   vector 0x40, one IPI per round per member AP
  *   2 multicast vector 0x41, fewest ICR writes the mode allows, per round,
- *               to the first dests=N member APs (APIC IDs 1..N; default
- *               all): physical modes one ICR per AP, xapic-flat one,
- *               cluster modes one per cluster IDs 1..N touch (cluster 0
- *               holds the BSP, so N=16 spans two), pv one WRMSR
+ *               to dests=N member APs (APIC IDs 1..N; default all):
+ *               physical modes one ICR per AP, xapic-flat one, cluster
+ *               modes one per cluster the set touches (cluster 0 holds
+ *               the BSP, so IDs 1..16 span two), pv one WRMSR. aligned=1
+ *               starts the set at cluster 1 in cluster modes (APIC IDs
+ *               C..C+N-1, C the cluster size 4 or 16), so N CPUs take
+ *               ceil(N/C) ICR writes, the cluster-aligned minimum
  *   3 broadcast vector 0x44 all-excluding-self shorthand, then vector 0x46
  *               to destination 0xFF / 0xFFFFFFFF (BSP receives it too)
  *   4 kick      vector 0x48 to up to 3 member APs that spin with IF=1 in
@@ -40,7 +43,7 @@ enum {                                  /* vectors, 0x40 + index into got[] */
 #define KICK_APS 3                      /* spinning APs burn host CPU: keep few */
 #define NV 16
 
-static u32 n, rounds, dests;            /* dests: multicast targets, APIC IDs 1..dests */
+static u32 n, rounds, dests, first = 1; /* multicast targets: APIC IDs first..first+dests-1 */
 
 /* govmm's PV send-IPI (apicmode.h): one WRMSR, counted as one access.
  * Receivers run x2APIC physical. */
@@ -60,7 +63,7 @@ static volatile u32 gp_expected, gp_seen;
 static u32 acc0[MAX_CPUS];
 static volatile u32 spin[MAX_CPUS], spinning[MAX_CPUS]; /* by APIC ID */
 static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
-static u32 part_max = MAX_CPUS;         /* sections count APs up to this ID */
+static u32 part_min = 1, part_max = MAX_CPUS; /* sections count APs with these IDs */
 /* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
  * before counting: once the BSP sees the count, the EOI exit is over. */
 /* pveoi=1: KVM's PV EOI (eoi_pv, apicmode.h): if the VMM set our bit,
@@ -158,7 +161,8 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 	u32 govmm_bsp = inl(0x664), govmm_all = inl(0x660);
 	u32 bsp = apic_acc[0] - acc0[0];
 	for (u32 i = 1; i < n; i++) {
-		u32 d = apic_acc[i] - acc0[i], m = member(cpu_apicid[i]) && cpu_apicid[i] <= part_max;
+		u32 id = cpu_apicid[i], d = apic_acc[i] - acc0[i];
+		u32 m = member(id) && id >= part_min && id <= part_max;
 		nm += m;
 		if (d != (m ? member_want : other_want) && !bad++)
 			bad_idx = i, bad_d = d;
@@ -179,30 +183,31 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 		printf("ok %s: apic accesses as expected\n", name);
 }
 
-/* Section 2 sends to APIC IDs 1..dests: returns the number of ICR writes. */
+/* Section 2 sends to APIC IDs first..first+dests-1: returns the number of
+ * ICR writes. */
 static u32 multicast(u32 vec)
 {
-	u32 icrs = 0, lim = dests + 1;  /* members are IDs 1..members: dests <= members */
+	u32 icrs = 0, lo = first, lim = first + dests; /* all members: checked in test_main */
 	if (mode == PV) {               /* one trap for every destination */
 		memset(pv_bitmap, 0, sizeof pv_bitmap);
-		for (u32 id = 1; id < lim; id++)
+		for (u32 id = lo; id < lim; id++)
 			pv_bitmap[id / 32] |= 1u << (id % 32), sent[vec - 0x40][id]++;
-		if (lim > 1)
+		if (lim > lo)
 			pv_send(vec), icrs++;
 	} else if (!logical) {          /* physical: one ICR per AP */
-		for (u32 id = 1; id < lim; id++, icrs++)
+		for (u32 id = lo; id < lim; id++, icrs++)
 			send_to(id, vec);
 	} else if (mode == XFLAT) {     /* one ICR, 8-bit mask */
 		u32 mask = 0;
-		for (u32 id = 1; id < lim && id < 8; id++)
+		for (u32 id = lo; id < lim && id < 8; id++)
 			mask |= 1u << id, sent[vec - 0x40][id]++;
 		if (mask)
 			apic_icr(logical_dest(0, mask), ICR_LOGICAL | vec), icrs++;
 	} else {                        /* one ICR per cluster: 4 (xAPIC) / 16 (x2APIC) */
 		u32 per = logical_group();
-		for (u32 base = 0; base < lim; base += per) {
+		for (u32 base = lo / per * per; base < lim; base += per) {
 			u32 mask = 0;
-			for (u32 id = base ? base : 1; id < base + per && id < lim; id++)
+			for (u32 id = base > lo ? base : lo; id < base + per && id < lim; id++)
 				mask |= 1u << (id - base), sent[vec - 0x40][id]++;
 			if (!mask)
 				continue;
@@ -274,7 +279,7 @@ void test_main(void)
 	n = ncpus;
 	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
-	const char *ds = param("dests");
+	const char *ds = param("dests"), *al = param("aligned");
 	mode_require();
 
 	for (int v = 0x40; v < 0x40 + NV; v++)
@@ -296,9 +301,12 @@ void test_main(void)
 		ok("x2apic cluster LDR = (id>>4)<<16 | 1<<(id&15) on every cpu");
 
 	u32 k = x2 ? 1 : 3, s = x2 ? 1 : 2, members = mode_members(n) - 1, icrs = 0, want; /* APs */
-	dests = ds ? param_u32("dests", 0) : members;
-	if (dests > members)
-		die("dests", "dests=%u: mode %s on %u cpus has %u member APs", dests, mode_names[mode], n, members);
+	if (al && streq(al, "1") && logical && mode != XFLAT)
+		first = logical_group();        /* cluster 1: the set leaves the BSP's cluster */
+	dests = ds ? param_u32("dests", 0) : members >= first ? members + 1 - first : 0;
+	if (dests && first + dests - 1 > members)
+		die("dests", "dests=%u from APIC ID %u: mode %s on %u cpus has member APs 1..%u",
+		    dests, first, mode_names[mode], n, members);
 
 	/* ---- section 1: unicast ---- */
 	want = 0;
@@ -314,14 +322,14 @@ void test_main(void)
 
 	/* ---- section 2: multicast ---- */
 	icrs = 0;
-	part_max = dests;               /* APs past dests must make no access */
+	part_min = first, part_max = first + dests - 1; /* other APs must make no access */
 	sec_begin(2);
 	for (u32 r = 0; r < rounds; r++) {
 		icrs += multicast(V_MULTI);
 		wait_tot(V_MULTI, dests * (r + 1), "multicast");
 	}
 	sec_end("section 2 multicast", icrs, k * icrs, rounds, 0, 1);
-	part_max = MAX_CPUS;
+	part_min = 1, part_max = MAX_CPUS;
 
 	/* ---- section 3: broadcast ---- */
 	sec_begin(3);
@@ -414,6 +422,6 @@ void test_main(void)
 		}
 	check(!bad, "per-cpu received counts equal sent counts", "%u mismatches", bad);
 	printf("# summary mode=%s cpus=%u rounds=%u member_aps=%u unicast=%u multicast_dests=%u multicast_icrs=%u "
-	       "broadcast_icrs=%u bsp_apic_per_icr=%u per_shorthand=%u\n",
-	       mode_names[mode], n, rounds, members, want, dests, icrs, 2 * rounds, k, s);
+	       "broadcast_icrs=%u bsp_apic_per_icr=%u per_shorthand=%u multicast_first=%u\n",
+	       mode_names[mode], n, rounds, members, want, dests, icrs, 2 * rounds, k, s, first);
 }
