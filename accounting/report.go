@@ -14,6 +14,8 @@ type Report struct {
 	// Delivery is the interrupt delivery path: "plain" or "avic" (empty
 	// when the VM did not say).
 	Delivery string            `json:"delivery,omitempty"`
+	// HaltPoll is how halted vCPUs polled before sleeping (accounting.VM).
+	HaltPoll string            `json:"halt_poll,omitempty"`
 	CPUs     []CPUReport       `json:"cpus"`
 	Total    CPUReport         `json:"total"`
 	Sections []SectionReport   `json:"sections,omitempty"`
@@ -85,7 +87,7 @@ func cpuReports(snaps []Snapshot) ([]CPUReport, CPUReport) {
 
 // Report builds the report of the VM's counters now.
 func (a *VM) Report() Report {
-	r := Report{Delivery: a.Delivery}
+	r := Report{Delivery: a.Delivery, HaltPoll: a.HaltPoll}
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
 	r.Platform = a.Platform.Report()
 	for _, s := range a.Sections() {
@@ -221,6 +223,9 @@ const haltPolling = "halt polling"
 func (r Report) WriteTable(w io.Writer) {
 	if r.Delivery != "" {
 		fmt.Fprintf(w, "delivery: %s\n", r.Delivery)
+	}
+	if r.HaltPoll != "" {
+		fmt.Fprintf(w, "halt polling: %s\n", r.HaltPoll)
 	}
 	fmt.Fprintln(w, "exits per vCPU")
 	writeCPUTable(w, r.CPUs, r.Total)

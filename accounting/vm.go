@@ -12,6 +12,9 @@ type VM struct {
 	// Delivery names the VM's interrupt delivery path for the report
 	// ("plain" or "avic"); set once before the vCPUs run.
 	Delivery string
+	// HaltPoll says how halted vCPUs poll before they sleep (e.g. "up to
+	// 200µs" or "off: 4 vCPUs, 2 host CPUs"); set once before they run.
+	HaltPoll string
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int

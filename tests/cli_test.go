@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +66,7 @@ func TestCLIBadInput(t *testing.T) {
 		{"missing symbols", []string{"run", "--symbols", filepath.Join(dir, "System.map"), smp}, "--symbols: open"},
 		{"corrupt symbols", []string{"run", "--symbols", corrupt, smp}, "--symbols: "},
 		{"stripped symbols", []string{"boot", "--symbols", strippedELF(t, dir)}, "without a symbol table"},
+		{"negative halt poll", []string{"run", "--halt-poll", "-1ms", smp}, "--halt-poll=-1ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,8 +113,17 @@ func TestCLIRunJSON(t *testing.T) {
 		t.Run(delivery, func(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "acct.json")
 			args := []string{"run", "--cpus", "2", "--json", js}
+			// Halt polling: the plain run bounds it, the AVIC run keeps
+			// the default (KVM's 200µs); off either way on a host with
+			// fewer CPUs than the VM's two.
+			halt := "up to 200µs per halt"
 			if delivery == "avic" {
 				args = append(args, "--avic")
+			} else {
+				args, halt = append(args, "--halt-poll", "1ms"), "up to 1ms per halt"
+			}
+			if runtime.NumCPU() < 2 {
+				halt = fmt.Sprintf("off: 2 vCPUs, %d host CPUs", runtime.NumCPU())
 			}
 			cmd := exec.Command(bin, append(args, filepath.Join(guestDir(t), "smp.elf"))...)
 			out, err := cmd.CombinedOutput()
@@ -119,7 +131,7 @@ func TestCLIRunJSON(t *testing.T) {
 			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 				t.Fatalf("exit %v, want the guest's PASS status 1\n%s", err, out)
 			}
-			for _, want := range []string{"PASS smp", "delivery: " + delivery, "exits per vCPU", "mmio_apic_icr_write", "all_excluding_self"} {
+			for _, want := range []string{"PASS smp", "delivery: " + delivery, "halt polling: " + halt, "exits per vCPU", "mmio_apic_icr_write", "all_excluding_self"} {
 				if !bytes.Contains(out, []byte(want)) {
 					t.Errorf("output lacks %q:\n%s", want, out)
 				}
@@ -130,6 +142,9 @@ func TestCLIRunJSON(t *testing.T) {
 			}
 			if !bytes.Contains(data, []byte(`"mmio_apic_icr_write": 2`)) {
 				t.Errorf("JSON lacks the BSP's two ICR writes:\n%s", data)
+			}
+			if !bytes.Contains(data, []byte(`"halt_poll": "`+halt)) {
+				t.Errorf("JSON lacks \"halt_poll\": %q:\n%.300s", halt, data)
 			}
 			if !bytes.Contains(data, []byte(`"delivery": "`+delivery+`"`)) {
 				t.Errorf("JSON lacks \"delivery\": %q:\n%.300s", delivery, data)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/hostprobe"
@@ -100,6 +101,13 @@ type Config struct {
 	// TSCDeadline advertises TSC-deadline mode: auto where the host probe
 	// finds its writes reach govmm (vmm.Host), or forced on or off.
 	TSCDeadline hostprobe.Setting
+	// HaltPoll bounds halt polling: after HLT a vCPU's thread polls for a
+	// wake-up for up to this long before it sleeps, the window adapting
+	// per vCPU by KVM's rule (package haltpoll; KVM's own default bound
+	// is 200µs). 0 never polls; nor does a VM with more vCPUs than the
+	// host gives govmm CPUs (HaltPolling), where a polling thread would
+	// take a CPU a runnable vCPU needs.
+	HaltPoll time.Duration
 	// Symbols names guest kernel addresses in dumps (Dump, SIGUSR2, the
 	// stall dump); nil reads them from Kernel when it is an ELF image with
 	// a symbol table (a vmlinux, the bare-metal guests).

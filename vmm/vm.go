@@ -11,6 +11,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
@@ -58,6 +59,8 @@ type VM struct {
 	// tscDeadline: CPUID advertises TSC-deadline mode (Config.TSCDeadline
 	// resolved against the host probe). Set by New.
 	tscDeadline bool
+	// haltPoll is every vCPU's halt-polling policy (HaltPolling).
+	haltPoll haltpoll.Policy
 
 	done     chan struct{}
 	stopOnce sync.Once
@@ -120,6 +123,7 @@ func New(cfg Config) (vm *VM, err error) {
 	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell,
 		tscDeadline: cfg.TSCDeadline.Resolve(host.TSCDeadlineReaches)}
 	v.acct.Delivery = cfg.Delivery()
+	v.haltPoll, v.acct.HaltPoll = haltPolling(cfg.HaltPoll, cfg.CPUs, hostCPUs())
 	defer func() {
 		if err != nil {
 			v.Close()
@@ -280,7 +284,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	})
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
-			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms}
+			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
+			HaltPoll: vm.haltPoll}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot
