@@ -6,7 +6,8 @@
 //	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--exec CMDS] [--console-input=auto|stdin|none]
 //	govmm bench [--cpus N,...] [--modes off,physical,cluster,mixed,pv-ipi,...] [--ops N] [--out DIR]
 //	govmm map [--cpus N] [--json] KERNEL
-//	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--delivery plain,pveoi,avic] [--out DIR]
+//	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--aligned] [--delivery plain,pveoi,avic] [--out DIR]
+//	govmm bench-rtt [--modes M,...] [--delivery plain,pveoi,avic] [--rounds N] [--gap CYCLES] [--halt-poll D] [--out DIR]
 //	govmm top [--url http://127.0.0.1:8411] [--once]
 //	govmm host [--json]
 //
@@ -43,6 +44,10 @@ commands:
           run the bare-metal IPI guest (ipi.elf) per APIC mode, delivery path and multicast
           destination count; write the exits-per-IPI table (sender and receivers, against the
           minimum the guest code allows) as Markdown and CSV
+  bench-rtt
+          run the bare-metal round-trip guest (rtt.elf) per APIC mode and delivery path, to a
+          halted and a spinning receiver, with halt polling on and off; write the table of
+          cycles and exits per IPI round trip as Markdown and CSV
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
   host    run probe VMs on this host's KVM and print what it really does (what run and boot
           configure from)
@@ -71,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdBench(args[1:], stdout, stderr)
 	case "bench-ipi":
 		status, err = cmdBenchIPI(args[1:], stdout, stderr)
+	case "bench-rtt":
+		status, err = cmdBenchRTT(args[1:], stdout, stderr)
 	case "host":
 		status, err = cmdHost(args[1:], stdout, stderr)
 	case "map":

@@ -1,0 +1,107 @@
+package benchreport
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// RTTRow is one case of 'govmm bench-rtt': IPI round trips from the BSP to
+// APIC ID 1 in one APIC mode and delivery path, to a halted or a spinning
+// receiver, with halt polling on or off, measured in one accounting
+// section of rtt.elf.
+type RTTRow struct {
+	Mode      string // table label (mixed runs x2apic-cluster)
+	GuestMode string // rtt.elf's mode=
+	Delivery  string // plain, pveoi or avic
+	Receiver  string // "halted" or "spinning"
+	HaltPoll  string // "on" or "off"
+
+	Rounds    uint64 // round trips
+	Cycles    uint64 // guest TSC cycles of all of them, send to acknowledgement seen
+	MinCycles uint64 // the fastest one
+	MaxCycles uint64 // the slowest one
+
+	SenderExits uint64 // exits of the BSP in the section
+	RecvExits   uint64 // exits of the receiver in the section
+	// RecvCauses is the receiver's exits per round trip by cause, largest
+	// first ("hlt 1, msr_x2apic_eoi_write 1").
+	RecvCauses string
+	Kicks      uint64 // kicks the receiver took (kick exits)
+	Wakeups    uint64 // times the receiver left HLT
+	Polls      uint64 // the receiver's halts that polled
+	PollHits   uint64 // of which the poll saw the wake-up
+	PollNanos  uint64 // host time the receiver's thread spent polling
+}
+
+// CyclesPerRTT is the mean round trip in guest TSC cycles.
+func (r RTTRow) CyclesPerRTT() float64 { return ratio(r.Cycles, r.Rounds) }
+
+// SenderPerRTT and RecvPerRTT are exits per round trip.
+func (r RTTRow) SenderPerRTT() float64 { return ratio(r.SenderExits, r.Rounds) }
+func (r RTTRow) RecvPerRTT() float64   { return ratio(r.RecvExits, r.Rounds) }
+
+// PolledPerRTT is the receiver's host time polling per round trip, in
+// microseconds.
+func (r RTTRow) PolledPerRTT() float64 { return ratio(r.PollNanos, r.Rounds) / 1e3 }
+
+// RTTTable is the result of one 'govmm bench-rtt' run.
+type RTTTable struct {
+	Rows []RTTRow
+	Note string // how it was made, written above the table
+}
+
+// vsPollOff is row r's mean round trip over that of the same case with
+// halt polling off, measured in the same run (0: no such row).
+func (t *RTTTable) vsPollOff(r RTTRow) float64 {
+	for _, o := range t.Rows {
+		if o.Mode == r.Mode && o.Delivery == r.Delivery && o.Receiver == r.Receiver && o.HaltPoll == "off" && o.Rounds > 0 {
+			return r.CyclesPerRTT() / o.CyclesPerRTT()
+		}
+	}
+	return 0
+}
+
+// WriteMarkdown writes the note and one line per case.
+func (t *RTTTable) WriteMarkdown(w io.Writer) {
+	fmt.Fprintln(w, "# govmm bench-rtt: IPI round trips, bare metal (rtt.elf)")
+	fmt.Fprintln(w)
+	if t.Note != "" {
+		fmt.Fprintln(w, t.Note)
+		fmt.Fprintln(w)
+	}
+	t.WriteTable(w)
+}
+
+// WriteTable writes the Markdown table alone.
+func (t *RTTTable) WriteTable(w io.Writer) {
+	fmt.Fprintln(w, "| mode | delivery | receiver | halt poll | round trips | cycles/round trip | vs poll off | sender exits/RT | receiver exits/RT | receiver exits by cause, per RT | polls (hits) | µs polled/RT |")
+	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
+	for _, r := range t.Rows {
+		vs := ""
+		if v := t.vsPollOff(r); v > 0 && r.HaltPoll != "off" {
+			vs = strconv.FormatFloat(v, 'f', 2, 64)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %d (%d) | %.1f |\n",
+			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), vs, num(r.SenderPerRTT()),
+			num(r.RecvPerRTT()), r.RecvCauses, r.Polls, r.PollHits, r.PolledPerRTT())
+	}
+}
+
+// WriteCSV writes one line per case, raw counts and ratios.
+func (t *RTTTable) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"mode", "guest_mode", "delivery", "receiver", "halt_poll", "rounds", "cycles", "cycles_min", "cycles_max",
+		"cycles_per_rtt", "vs_poll_off", "sender_exits", "receiver_exits", "sender_exits_per_rtt", "receiver_exits_per_rtt",
+		"receiver_exits_by_cause", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for _, r := range t.Rows {
+		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
+			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
+			f(r.RecvPerRTT()), r.RecvCauses, u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
+	}
+	cw.Flush()
+	return cw.Error()
+}

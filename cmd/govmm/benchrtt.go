@@ -1,0 +1,185 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/ipicost"
+	"github.com/govmm/govmm/vmm"
+)
+
+var rttBenchNote = `Each case is one run of rtt.elf on 2 vCPUs: the BSP sends an IPI to APIC
+ID 1, whose handler EOIs and acknowledges in memory; the BSP spins until it
+sees it. Cycles are the guest's TSC from before the send to the
+acknowledgement seen, the mean over the section; "vs poll off" is that mean
+over the same case's with halt polling off, measured in the same run (times
+on this machine compare only side by side). A **halted** receiver waits in
+HLT between IPIs (the wake-up path: its HLT exit, then its thread asleep or
+polling); a **spinning** one runs guest code with IF=1 (the kick path).
+Between round trips the BSP waits gap cycles, so the receiver is back in
+HLT; its halts last about that long, which is what the poll window adapts
+to (package haltpoll, KVM's rule). Exits are govmm's counts in the section,
+exact; "polls (hits)" are the receiver's halts that polled and those whose
+poll saw the wake-up, "µs polled" the host time its thread spent polling.`
+
+// rttBench is one 'govmm bench-rtt' configuration.
+type rttBench struct {
+	modes, deliveries []string
+	rounds, gap       int
+	poll              time.Duration
+	guest             []byte
+	timeout           time.Duration
+	progress          io.Writer
+}
+
+func rttGuestPath() string { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
+
+// cmdBenchRTT is 'govmm bench-rtt': IPI round trips in each mode and
+// delivery path, halted and spinning receiver, halt polling on and off.
+func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
+	b, out, err := parseBenchRTTFlags(args, stderr)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	tab := &benchreport.RTTTable{}
+	total, i := len(b.modes)*len(b.deliveries)*2, 0
+	for _, m := range b.modes {
+		for _, del := range b.deliveries {
+			for _, poll := range []bool{true, false} { // side by side: each pair in turn
+				i++
+				rows, err := b.one(m, del, poll)
+				if err != nil {
+					return 0, fmt.Errorf("%s, %s, halt poll %s: %w", m, del, onOff(poll), err)
+				}
+				tab.Rows = append(tab.Rows, rows...)
+				fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
+					i, total, m, del, onOff(poll), rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
+			}
+		}
+	}
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
+		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.gap, b.poll,
+		time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), rttBenchNote)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeReport(out, tab); err != nil {
+		return 0, err
+	}
+	tab.WriteTable(stdout)
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
+	return 0, nil
+}
+
+func onOff(b bool) string { return pick(b, "on", "off") }
+
+func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, error) {
+	fs := flag.NewFlagSet("bench-rtt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	modeList := fs.String("modes", "xapic-phys,x2apic-phys,x2apic-cluster,pv",
+		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
+	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi, avic")
+	rounds := fs.Int("rounds", 200, "round trips per section (rtt.elf rounds=)")
+	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")
+	poll := fs.Duration("halt-poll", vmm.DefaultHaltPoll, "the halt-polling bound of the runs with polling on")
+	guest := fs.String("guest", rttGuestPath(), "the rtt.elf guest")
+	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
+	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: govmm bench-rtt [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, "", err
+	}
+	if fs.NArg() > 0 {
+		return nil, "", fmt.Errorf("bench-rtt takes no arguments (got %q)", fs.Arg(0))
+	}
+	b := &rttBench{rounds: *rounds, gap: *gap, poll: *poll, timeout: *timeout, progress: stderr}
+	if b.rounds < 1 || b.gap < 0 || b.poll <= 0 {
+		return nil, "", fmt.Errorf("--rounds must be at least 1, --gap at least 0 and --halt-poll above 0")
+	}
+	for _, m := range strings.Split(*modeList, ",") {
+		if _, ok := ipiBenchModes[strings.TrimSpace(m)]; !ok {
+			return nil, "", fmt.Errorf("--modes: unknown mode %q", m)
+		}
+		b.modes = append(b.modes, strings.TrimSpace(m))
+	}
+	for _, d := range strings.Split(*delList, ",") {
+		if !ipiDeliveries[strings.TrimSpace(d)] {
+			return nil, "", fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
+		}
+		b.deliveries = append(b.deliveries, strings.TrimSpace(d))
+	}
+	var err error
+	if b.guest, err = os.ReadFile(*guest); err != nil {
+		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
+	}
+	return b, *out, nil
+}
+
+var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)`)
+
+// one runs rtt.elf once and returns its halted and spinning rows.
+func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, error) {
+	guest := ipiBenchModes[mode]
+	cmdline := fmt.Sprintf("mode=%s rounds=%d gap=%d", guest, b.rounds, b.gap)
+	if delivery != "plain" {
+		cmdline += " pveoi=1"
+	}
+	con := &vmm.ConsoleLog{}
+	cfg := vmm.Config{CPUs: 2, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
+		PVEOI: delivery == "pveoi", AVIC: delivery == "avic"}
+	if poll {
+		cfg.HaltPoll = b.poll
+	}
+	if !ipicost.X2APIC(guest) {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	res := vm.Run(b.timeout)
+	log := con.String()
+	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS rtt") {
+		return nil, fmt.Errorf("rtt.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
+	}
+	secs := map[int]accounting.Section{}
+	for _, s := range vm.Accounting().Sections() {
+		secs[s.ID] = s
+	}
+	var rows []benchreport.RTTRow
+	for i, m := range reRTT.FindAllStringSubmatch(log, -1) {
+		sec, ok := secs[i+1]
+		if !ok || len(sec.CPUs) != 2 {
+			return nil, fmt.Errorf("govmm recorded no section %d", i+1)
+		}
+		r := benchreport.RTTRow{Mode: mode, GuestMode: guest, Delivery: delivery, Receiver: m[1], HaltPoll: onOff(poll)}
+		r.Rounds, _ = strconv.ParseUint(m[2], 10, 64)
+		r.Cycles, _ = strconv.ParseUint(m[3], 16, 64)
+		r.MinCycles, _ = strconv.ParseUint(m[4], 10, 64)
+		r.MaxCycles, _ = strconv.ParseUint(m[5], 10, 64)
+		bsp, recv := sec.CPUs[0], sec.CPUs[1]
+		r.SenderExits, r.RecvExits = bsp.Total(), recv.Total()
+		r.RecvCauses = byCause(recv, r.Rounds, func(accounting.Cause) bool { return true })
+		r.Kicks = recv.Exits[accounting.CauseKick] + recv.Exits[accounting.CauseKickSpurious]
+		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
+		rows = append(rows, r)
+	}
+	if len(rows) != 2 || rows[0].Receiver != "halted" || rows[1].Receiver != "spinning" {
+		return nil, fmt.Errorf("rtt.elf printed %d round-trip lines, want halted then spinning; its console:\n%s", len(rows), log)
+	}
+	return rows, nil
+}

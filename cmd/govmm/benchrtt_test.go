@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestBenchRTT runs 'govmm bench-rtt' in xAPIC and x2APIC physical mode,
+// plain and AVIC, and checks the CSV: 20 round trips in every case; the
+// sender's exits per round trip exact (xAPIC 3, x2APIC 1: the send and
+// nothing else); a spinning receiver exactly one kick per round trip and
+// one EOI exit (none with AVIC's PV EOI); a halted one its EOIs likewise,
+// woken rather than kicked (but for a round the receiver had not reached
+// HLT yet, which a loaded host makes possible). Halt polling is counted
+// only with it on, and never changes an exit count of the sender.
+func TestBenchRTT(t *testing.T) {
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
+		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
+	} else {
+		f.Close()
+	}
+	guest := rttGuestPath()
+	if _, err := os.Stat(guest); err != nil {
+		t.Skipf("SKIP: rtt.elf not built (run 'make guests'): %v", err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20",
+		"--guest", guest, "--out", out}, &stdout, &stderr)
+	if status != 0 {
+		t.Fatalf("bench-rtt exited %d:\n%s", status, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "[8/8] x2apic-phys avic halt-poll off") {
+		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	}
+	f, err := os.Open(filepath.Join(out, "report.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	if len(recs) != 17 {
+		t.Fatalf("%d CSV rows, want 16 (2 modes x 2 deliveries x halt poll on/off x halted/spinning)", len(recs)-1)
+	}
+	for _, r := range recs[1:] {
+		get := func(k string) string { return r[col[k]] }
+		n := func(k string) uint64 {
+			v, err := strconv.ParseUint(get(k), 10, 64)
+			if err != nil {
+				t.Fatalf("CSV %s = %q: %v", k, get(k), err)
+			}
+			return v
+		}
+		name := strings.Join([]string{get("mode"), get("delivery"), get("receiver"), "poll-" + get("halt_poll")}, "/")
+		if n("rounds") != 20 || n("cycles") == 0 || n("cycles_min") > n("cycles_max") {
+			t.Errorf("%s: %s round trips, %s cycles (min %s, max %s)", name, get("rounds"), get("cycles"), get("cycles_min"), get("cycles_max"))
+		}
+		perICR := uint64(1)
+		if get("mode") == "xapic-phys" {
+			perICR = 3
+		}
+		if got := n("sender_exits"); got != 20*perICR {
+			t.Errorf("%s: sender took %d exits, want exactly %d", name, got, 20*perICR)
+		}
+		causes := get("receiver_exits_by_cause")
+		if get("delivery") == "avic" && strings.Contains(causes, "eoi_write") {
+			t.Errorf("%s: EOI exits with AVIC's PV EOI: %s", name, causes)
+		}
+		if get("delivery") == "plain" && !strings.Contains(causes, "eoi_write 1") {
+			t.Errorf("%s: want one EOI exit per round trip: %s", name, causes)
+		}
+		switch get("receiver") {
+		case "spinning":
+			if !strings.Contains(causes, "kick 1") {
+				t.Errorf("%s: want one kick per round trip: %s", name, causes)
+			}
+			if n("wakeups") != 0 {
+				t.Errorf("%s: a spinning receiver woke %d times", name, n("wakeups"))
+			}
+		case "halted":
+			if n("wakeups") == 0 || n("wakeups") > 20 {
+				t.Errorf("%s: %d wake-ups in 20 round trips", name, n("wakeups"))
+			}
+		}
+		if get("halt_poll") == "off" && (n("halt_polls") != 0 || n("halt_poll_ns") != 0) {
+			t.Errorf("%s: %d polls with halt polling off", name, n("halt_polls"))
+		}
+		if n("halt_poll_hits") > n("halt_polls") || n("halt_polls") > n("wakeups")+1 {
+			t.Errorf("%s: %d polls, %d hits, %d wake-ups", name, n("halt_polls"), n("halt_poll_hits"), n("wakeups"))
+		}
+	}
+	if !strings.Contains(stdout.String(), "| x2apic-phys | avic | spinning | on | 20 |") {
+		t.Errorf("table on stdout lacks the x2apic-phys avic spinning line:\n%s", stdout.String())
+	}
+}
