@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps test-deps guests build run shell ustress run-baremetal storm bench-ipi boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -17,11 +17,12 @@ all: build guests
 # main job ('make run': govmm, the guests, the guest kernel, the initramfs)
 # needs: gcc/binutils/make build the guests (the kernel's own build
 # dependencies are guest/linux/build.sh's). TEST_DEBS are the tests' alone:
-# gcc checks the KVM ABI; acpica-tools' iasl/acpiexec check the ACPI tables;
+# gcc checks the KVM ABI and builds the floor VMM (bench/floor: libc6-dev
+# and linux-libc-dev's <linux/kvm.h>); acpica-tools' iasl/acpiexec check the ACPI tables;
 # chromium renders the dashboard in the browser test; xz-utils, lz4, zstd
 # and bzip2 make the kernel-payload round trips the loader tests check.
 BUILD_DEBS := gcc binutils make
-TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2
+TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2 libc6-dev linux-libc-dev
 
 # install-missing installs those of the packages $(1) that are missing,
 # then touches the target (a stamp under $(CACHE)).
@@ -77,6 +78,13 @@ boot-debian-default: build initramfs deps
 build: deps
 	@mkdir -p $(dir $(BIN))
 	$(GO) build -o $(BIN) ./cmd/govmm
+
+# The minimal C VMM that is the floor of 'govmm bench-exits' (bench/floor).
+FLOORVMM := $(CACHE)/bin/floorvmm
+floorvmm: $(FLOORVMM)
+$(FLOORVMM): bench/floor/floorvmm.c $(CACHE)/.test-deps
+	@mkdir -p $(dir $@)
+	gcc -O2 -Wall -Wextra -o $@ $<
 
 # The main job: boot govmm's Linux guest (x2APIC cluster mode with
 # interrupt remapping, 2 vCPUs) on govmm's own APICs and print the boot
@@ -150,6 +158,20 @@ storm: guests
 bench-ipi: build guests
 	@$(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
 
+# The IPI round trip of the bare-metal round-trip guest (README's "IPI
+# round trips and halt polling"): modes x delivery paths, halted and
+# spinning receiver, halt polling on and off side by side. BENCH_RTT_FLAGS
+# adds flags (e.g. --rounds 2000 --gap 20000).
+bench-rtt: build guests
+	@$(BIN) bench-rtt --out $(CACHE)/bench-rtt $(BENCH_RTT_FLAGS)
+
+# The cost of one exit under govmm over the floor of a minimal C VMM
+# (README's "The exit floor"): a port read, an MMIO read and an x2APIC MSR
+# write, 20,000 each, five repetitions alternating between the two.
+# BENCH_EXITS_FLAGS adds flags (e.g. --count 100000 --reps 9).
+bench-exits: build guests floorvmm
+	@$(BIN) bench-exits --out $(CACHE)/bench-exits $(BENCH_EXITS_FLAGS)
+
 vet:
 	$(GO) vet ./...
 
@@ -157,7 +179,7 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
-test: test-deps build guests initramfs kernel debian-kernel vet
+test: test-deps build guests floorvmm initramfs kernel debian-kernel vet
 	$(GO) test -race -count=1 -timeout 75m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
 

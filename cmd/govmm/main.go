@@ -7,6 +7,7 @@
 //	govmm bench [--cpus N,...] [--modes off,physical,cluster,mixed,pv-ipi,...] [--ops N] [--out DIR]
 //	govmm map [--cpus N] [--json] KERNEL
 //	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--aligned] [--delivery plain,pveoi,avic] [--out DIR]
+//	govmm bench-exits [--count N] [--reps N] [--out DIR]
 //	govmm bench-rtt [--modes M,...] [--delivery plain,pveoi,avic] [--rounds N] [--gap CYCLES] [--halt-poll D] [--out DIR]
 //	govmm top [--url http://127.0.0.1:8411] [--once]
 //	govmm host [--json]
@@ -44,6 +45,9 @@ commands:
           run the bare-metal IPI guest (ipi.elf) per APIC mode, delivery path and multicast
           destination count; write the exits-per-IPI table (sender and receivers, against the
           minimum the guest code allows) as Markdown and CSV
+  bench-exits
+          the cost of one exit (port read, MMIO read, x2APIC MSR write) under govmm as a ratio to
+          a minimal C VMM's (bench/floor) running the same guest loop, side by side
   bench-rtt
           run the bare-metal round-trip guest (rtt.elf) per APIC mode and delivery path, to a
           halted and a spinning receiver, with halt polling on and off; write the table of
@@ -76,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdBench(args[1:], stdout, stderr)
 	case "bench-ipi":
 		status, err = cmdBenchIPI(args[1:], stdout, stderr)
+	case "bench-exits":
+		status, err = cmdBenchExits(args[1:], stdout, stderr)
 	case "bench-rtt":
 		status, err = cmdBenchRTT(args[1:], stdout, stderr)
 	case "host":
