@@ -119,6 +119,9 @@ type Message struct {
 	Shorthand Shorthand
 	Dest      uint32
 	Source    int // index of the sending CPU for shorthands; -1 for devices
+	// Stamp is the time of the sender's exit and its latency tag, for the
+	// Bus's LatencyObserver (latency.go); 0: not measured.
+	Stamp Stamp
 }
 
 // Sink is told, with no APIC lock held, that cpu's LAPIC has something new
@@ -154,6 +157,8 @@ type Options struct {
 	// lowest-priority edge interrupts are posted to the target's IRR
 	// backing page without taking its lock. false is the plain path.
 	AVIC bool
+	// Latency, if set, observes the latency of every IPI (latency.go).
+	Latency LatencyObserver
 }
 
 // Events are the non-vectored things a LAPIC has latched for its vCPU.

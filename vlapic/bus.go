@@ -17,6 +17,8 @@ type Bus struct {
 	x2apic bool
 	avic   bool // Options.AVIC; fixed for the Bus's life
 
+	latency LatencyObserver // Options.Latency; fixed
+
 	physAddrBits int // Options.PhysAddrBits; fixed
 
 	lapics []LAPIC
@@ -50,6 +52,7 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		x2apic:       opts.X2APIC,
 		physAddrBits: opts.PhysAddrBits,
 		avic:         opts.AVIC,
+		latency:      opts.Latency,
 		lapics:       make([]LAPIC, n),
 	}
 	if b.busHz == 0 {
@@ -62,6 +65,9 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		a := &b.lapics[i]
 		a.bus = b
 		a.cpu = i
+		if b.latency != nil {
+			a.lat = new(latency)
+		}
 		a.base = DefaultBase | BaseEN
 		if i == 0 {
 			a.base |= BaseBSP

@@ -74,7 +74,7 @@ func (b *Bus) deliverLowest(m *Message) int {
 // before it.
 func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 	if a.bus.avic && m.Trigger == Edge && (m.Delivery == Fixed || m.Delivery == LowestPriority) && m.Vector >= 16 {
-		return a.postEdge(m.Vector)
+		return a.postEdge(m.Vector, m.Stamp)
 	}
 	a.mu.Lock()
 	a.foldLocked()
@@ -93,6 +93,7 @@ func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 		}
 		a.irr.set(m.Vector)
 		a.tmr.put(m.Vector, m.Trigger == Level)
+		a.stampAccepted(m.Vector, m.Stamp)
 		acc, notify = true, true
 	case NMI:
 		a.ev.NMI = true

@@ -49,6 +49,8 @@ type LAPIC struct {
 	icr    uint64 // x2APIC ICR; in xAPIC mode ICR2 is in bits 63:32
 	t      timer
 	ev     Events
+
+	lat *latency // IPI latency stamps; nil without Options.Latency
 }
 
 // resetLocked puts every register except the APIC ID, APIC_BASE and the
@@ -63,6 +65,7 @@ func (a *LAPIC) resetLocked() {
 	a.svr = 0xFF
 	a.tpr = 0
 	a.irr, a.isr, a.tmr = vec256{}, vec256{}, vec256{}
+	a.forgetAllStamps()
 	a.pir.discard()
 	a.esr, a.esrAcc = 0, 0
 	for i := range a.lvt {

@@ -51,6 +51,7 @@ func (a *LAPIC) Acknowledge() (uint8, bool) {
 		a.irr.clear(v)
 		a.isr.set(v)
 		a.updatePPRLocked()
+		a.stampInjectedLocked(v)
 	}
 	return v, ok
 }
@@ -80,6 +81,7 @@ func (a *LAPIC) AcknowledgePV() Ack {
 	a.irr.clear(v)
 	a.isr.set(v)
 	a.updatePPRLocked()
+	a.stampInjectedLocked(v)
 	_, requested := a.irr.highest()
 	return Ack{Vector: v, OK: true, PVEOI: !a.tmr.test(v) && !requested && !a.pir.any()}
 }
@@ -96,6 +98,7 @@ func (a *LAPIC) Unacknowledge(v uint8) {
 	a.isr.clear(v)
 	a.irr.set(v)
 	a.updatePPRLocked()
+	a.stampWithdrawnLocked(v)
 }
 
 // EOI ends the highest in-service interrupt, as a write of 0 to the EOI
@@ -114,6 +117,7 @@ func (a *LAPIC) eoiLocked(p *post) {
 		return
 	}
 	a.isr.clear(v)
+	a.stampEndedLocked(v)
 	if a.tmr.test(v) {
 		p.eoi, p.eoiVec = true, v
 	}

@@ -208,6 +208,7 @@ func (a *LAPIC) writeLVTLocked(i int, v uint32) {
 func (a *LAPIC) sendLocked(icr uint64, x2 bool, p *post) {
 	m := DecodeICR(icr, x2)
 	m.Source = a.cpu
+	a.stampSend(&m, x2)
 	if (m.Delivery == Fixed || m.Delivery == LowestPriority) && m.Vector < 16 {
 		// Sent anyway, so the receiver flags it too, as hardware does.
 		if a.errorLocked(esrSendIllegal) {
