@@ -13,13 +13,16 @@ import (
 type Report struct {
 	// Delivery is the interrupt delivery path: "plain" or "avic" (empty
 	// when the VM did not say).
-	Delivery string            `json:"delivery,omitempty"`
+	Delivery string `json:"delivery,omitempty"`
 	// HaltPoll is how halted vCPUs polled before sleeping (accounting.VM).
-	HaltPoll string            `json:"halt_poll,omitempty"`
-	CPUs     []CPUReport       `json:"cpus"`
-	Total    CPUReport         `json:"total"`
-	Sections []SectionReport   `json:"sections,omitempty"`
-	Platform PlatformReport    `json:"platform"`
+	HaltPoll string          `json:"halt_poll,omitempty"`
+	CPUs     []CPUReport     `json:"cpus"`
+	Total    CPUReport       `json:"total"`
+	Sections []SectionReport `json:"sections,omitempty"`
+	Platform PlatformReport  `json:"platform"`
+	// Latency is the IPI latency histograms that counted anything
+	// (Latencies), by stage then destination kind.
+	Latency  []LatencyReport   `json:"ipi_latency,omitempty"`
 	KVMStats map[string]uint64 `json:"kvm_stats,omitempty"`
 }
 
@@ -90,6 +93,7 @@ func (a *VM) Report() Report {
 	r := Report{Delivery: a.Delivery, HaltPoll: a.HaltPoll}
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
 	r.Platform = a.Platform.Report()
+	r.Latency = a.Latency.Report()
 	for _, s := range a.Sections() {
 		sr := SectionReport{ID: s.ID}
 		sr.CPUs, sr.Total = cpuReports(s.CPUs)
@@ -232,6 +236,7 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
+	writeLatency(w, r.Latency)
 	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
 	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)
 	// The platform's counters stay zero until an IOAPIC entry fires or a

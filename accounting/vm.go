@@ -15,6 +15,9 @@ type VM struct {
 	// HaltPoll says how halted vCPUs poll before they sleep (e.g. "up to
 	// 200µs" or "off: 4 vCPUs, 2 host CPUs"); set once before they run.
 	HaltPoll string
+	// Latency is the IPI latency histograms (observed from the LAPICs'
+	// latency stamps, vlapic.LatencyObserver).
+	Latency Latencies
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int

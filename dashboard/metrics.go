@@ -31,6 +31,7 @@ var (
 	descCPUs         = prometheus.NewDesc("govmm_vcpus", "Number of vCPUs.", nil, nil)
 	descStarted      = prometheus.NewDesc("govmm_start_time_seconds", "When the VM started, in Unix seconds.", nil, nil)
 	descPhase        = prometheus.NewDesc("govmm_boot_phase_seconds", "When each boot milestone was reached, in seconds since the VM started.", []string{"phase"}, nil)
+	descLatency      = prometheus.NewDesc("govmm_ipi_latency_seconds", "IPI latency from the send to a stage on the target (accepted, injected, ended), by destination kind.", []string{"kind", "stage"}, nil)
 )
 
 // counterMetric is an accounting counter with a Prometheus family.
@@ -82,7 +83,7 @@ func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descState, descTPR, descPPR, descIRR, descISR,
-		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase} {
+		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency} {
 		ch <- d
 	}
 	for _, d := range counterFamilies {
@@ -98,6 +99,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	r := c.src.Report()
+	for _, l := range r.Latency {
+		ch <- latencyHistogram(l)
+	}
 	for _, cpu := range r.CPUs {
 		id := strconv.Itoa(cpu.CPU)
 		// Only causes that happened: 280-odd causes times every vCPU of
@@ -167,4 +171,18 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, ph := range c.src.Phases() {
 		gauge(descPhase, ph.At.Seconds(), ph.Name)
 	}
+}
+
+// latencyHistogram is one accounting latency histogram as a Prometheus
+// histogram: cumulative buckets at each bound, in seconds.
+func latencyHistogram(l accounting.LatencyReport) prometheus.Metric {
+	buckets := map[float64]uint64{}
+	var cum uint64
+	for _, b := range l.Buckets {
+		cum += b.Count
+		if b.LeNs != 0 {
+			buckets[float64(b.LeNs)/1e9] = cum
+		}
+	}
+	return prometheus.MustNewConstHistogram(descLatency, l.Count, float64(l.SumNs)/1e9, buckets, l.Kind, l.Stage)
 }

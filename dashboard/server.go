@@ -174,7 +174,10 @@ func (s *Server) State() State {
 	st := State{Time: now, IntervalS: dt, Info: info, Phases: s.src.Phases(), CPUs: make([]CPUState, len(live.CPUs)),
 		ExitsPerIPI: costs, UnattributedSenderExits: unS, UnattributedReceiverExits: unR,
 		Platform: Platform{PlatformReport: live.Platform, FaultByReason: nonNil(live.Platform.FaultByReason)},
-		Sections: live.Sections}
+		Sections: live.Sections, Latency: live.Latency}
+	if st.Latency == nil {
+		st.Latency = []accounting.LatencyReport{}
+	}
 	if !info.Started.IsZero() {
 		st.UptimeS = now.Sub(info.Started).Seconds()
 	}

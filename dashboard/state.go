@@ -29,6 +29,9 @@ type State struct {
 	UnattributedReceiverExits float64                    `json:"unattributed_receiver_exits"`
 	Platform                  Platform                   `json:"platform"`
 	Sections                  []accounting.SectionReport `json:"sections"`
+	// Latency is the IPI latency histograms (accounting.Latencies), by
+	// stage then destination kind; empty before any IPI.
+	Latency []accounting.LatencyReport `json:"ipi_latency"`
 }
 
 // Platform is accounting's platform counters with the faults by reason

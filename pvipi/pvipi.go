@@ -143,7 +143,10 @@ func Decode(mem Memory, value, rsi, rdi uint64) (Request, error) {
 // Deliver sends the request over the APIC bus, one physical destination
 // per set bit (O(destinations)); it returns the number of targets reached.
 func (r Request) Deliver(bus *vlapic.Bus, source int) int {
-	m := vlapic.Message{Vector: r.Vector, Delivery: r.Delivery, DestMode: vlapic.Physical, Assert: true, Source: source}
+	// The latency tag of a PV IPI is its accounting kind, as the VM's
+	// latency observer reads every tag (vmm/latency.go).
+	m := vlapic.Message{Vector: r.Vector, Delivery: r.Delivery, DestMode: vlapic.Physical, Assert: true, Source: source,
+		Stamp: bus.Stamp(uint8(accounting.IPIParavirt))}
 	n := 0
 	for w := 0; w+8 <= len(r.Bitmap); w += 8 {
 		word := binary.LittleEndian.Uint64(r.Bitmap[w:])

@@ -1,9 +1,11 @@
-// This file implements IPI latency stamps: an IPI carries the time of the
-// sender's exit that sent it, each target keeps that stamp with the vector
-// from IRR to ISR, and the Bus's LatencyObserver sees the time from the
-// sender's exit to three points on the target: the vector accepted (IRR
-// set or posted), acknowledged for injection, and ended (EOI or PV EOI).
-// Without an observer (Options.Latency nil) nothing is stamped or kept.
+// This file implements IPI latency stamps: an IPI carries the time its
+// sender's ICR write (or PV send-IPI) was served, each target keeps that
+// stamp with the vector from IRR to ISR, and the Bus's LatencyObserver
+// sees the time from the send to three points on the target: the vector
+// accepted (IRR set or posted), acknowledged for injection, and ended (EOI
+// or PV EOI). The clock is read at the send and at each stage, never on
+// an exit that sends nothing. Without an observer (Options.Latency nil)
+// nothing is stamped or kept.
 
 package vlapic
 
@@ -13,7 +15,7 @@ import (
 )
 
 // Stage is a point on an IPI's way to its target at which its latency is
-// observed, from the sender's exit.
+// observed, from the send.
 type Stage uint8
 
 const (
@@ -55,38 +57,27 @@ func (s Stamp) Tag() uint8 { return uint8(s) }
 
 // latency is one LAPIC's stamps, allocated only with an observer.
 //
-// Concurrency: exitAt belongs to the LAPIC's vCPU thread (MarkExit, read by
-// its own ICR writes). pending may be written by any sender (a CAS from 0,
-// so the oldest of coalesced deliveries keeps its stamp) and is taken by
-// the acknowledgement under mu; service is guarded by mu.
+// Concurrency: pending may be written by any sender (a CAS from 0, so the
+// oldest of coalesced deliveries keeps its stamp) and is taken by the
+// acknowledgement under mu; service is guarded by mu.
 type latency struct {
-	exitAt  int64
 	pending [256]atomic.Uint64 // Stamp of the vector's oldest unacknowledged delivery
 	service [256]Stamp         // Stamp of each vector in service
 }
 
-// MarkExit records the time of the vCPU's current exit: the IPIs its ICR
-// writes send carry it. Only the LAPIC's own vCPU thread calls it.
-func (a *LAPIC) MarkExit(at int64) {
-	if a.lat != nil {
-		a.lat.exitAt = at
-	}
-}
-
-// Stamp is the stamp of an IPI sent by CPU source's current exit with tag
-// (for senders outside the LAPIC, such as govmm's PV send-IPI); 0 without
-// an observer.
-func (b *Bus) Stamp(source int, tag uint8) Stamp {
-	if b.latency == nil || source < 0 || source >= len(b.lapics) {
+// Stamp is the stamp of an IPI sent now with tag, for senders outside the
+// LAPIC (govmm's PV send-IPI); 0 without an observer.
+func (b *Bus) Stamp(tag uint8) Stamp {
+	if b.latency == nil {
 		return 0
 	}
-	return MakeStamp(b.lapics[source].lat.exitAt, tag)
+	return MakeStamp(b.clock.Now(), tag)
 }
 
-// stampSend stamps an IPI this LAPIC sends (under mu, on its own thread).
+// stampSend stamps an IPI this LAPIC sends from an ICR or SELF_IPI write.
 func (a *LAPIC) stampSend(m *Message, x2 bool) {
 	if a.lat != nil {
-		m.Stamp = MakeStamp(a.lat.exitAt, a.bus.latency.Tag(*m, x2))
+		m.Stamp = MakeStamp(a.bus.clock.Now(), a.bus.latency.Tag(*m, x2))
 	}
 }
 
