@@ -63,12 +63,7 @@ type FloorTable struct {
 
 // WriteMarkdown writes the note and the table.
 func (t *FloorTable) WriteMarkdown(w io.Writer) {
-	fmt.Fprintln(w, "# govmm bench-exits: the cost of one exit, govmm over the floor")
-	fmt.Fprintln(w)
-	if t.Note != "" {
-		fmt.Fprintln(w, t.Note)
-		fmt.Fprintln(w)
-	}
+	writeHead(w, "govmm bench-exits: the cost of one exit, govmm over the floor", t.Note)
 	t.WriteTable(w)
 }
 

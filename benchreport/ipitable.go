@@ -271,3 +271,6 @@ func (t *IPITable) WriteCSV(w io.Writer) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// WriteTable is the table a bench command prints on stdout: the matrix.
+func (t *IPITable) WriteTable(w io.Writer) { t.WriteMatrix(w) }

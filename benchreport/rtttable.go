@@ -63,14 +63,18 @@ func (t *RTTTable) vsPollOff(r RTTRow) float64 {
 	return 0
 }
 
-// WriteMarkdown writes the note and one line per case.
-func (t *RTTTable) WriteMarkdown(w io.Writer) {
-	fmt.Fprintln(w, "# govmm bench-rtt: IPI round trips, bare metal (rtt.elf)")
-	fmt.Fprintln(w)
-	if t.Note != "" {
-		fmt.Fprintln(w, t.Note)
-		fmt.Fprintln(w)
+// writeHead writes a report's title and its note (if any), each followed
+// by a blank line.
+func writeHead(w io.Writer, title, note string) {
+	fmt.Fprintf(w, "# %s\n\n", title)
+	if note != "" {
+		fmt.Fprintf(w, "%s\n\n", note)
 	}
+}
+
+// WriteMarkdown writes the title, the note and one line per case.
+func (t *RTTTable) WriteMarkdown(w io.Writer) {
+	writeHead(w, "govmm bench-rtt: IPI round trips, bare metal (rtt.elf)", t.Note)
 	t.WriteTable(w)
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -87,20 +86,11 @@ func cmdBenchExits(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	tab.Note = fmt.Sprintf("Produced by `govmm bench-exits --count %d --reps %d` (%s, %v).\n\n%s", b.count, b.reps,
 		time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), floorBenchNote)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeReport(out, tab); err != nil {
-		return 0, err
-	}
-	tab.WriteTable(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
-	return 0, nil
+	return 0, writeBenchTable(out, tab, stdout)
 }
 
 func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string, error) {
-	fs := flag.NewFlagSet("bench-exits", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := benchFlagSet("bench-exits", stderr)
 	count := fs.Int("count", 20000, "exits per loop")
 	reps := fs.Int("reps", 5, "repetitions, alternating between the floor VMM and govmm")
 	floorVMM := fs.String("floor", floorVMMPath(), "the minimal C VMM (bench/floor, built by 'make floorvmm')")
@@ -110,15 +100,8 @@ func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string,
 	kvmPath := fs.String("kvm", "/dev/kvm", "the KVM device, for both VMMs")
 	out := fs.String("out", "govmm-bench-exits", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit per run")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm bench-exits [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, "", err
-	}
-	if fs.NArg() > 0 {
-		return nil, "", fmt.Errorf("bench-exits takes no arguments (got %q)", fs.Arg(0))
 	}
 	if *count < 1 || *reps < 1 {
 		return nil, "", fmt.Errorf("--count and --reps must be at least 1")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +14,7 @@ import (
 // cause, in the loop's section. (The ratio is a benchmark figure, not
 // asserted here.)
 func TestBenchExits(t *testing.T) {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
-	} else {
-		f.Close()
-	}
+	needKVM(t)
 	for _, p := range []string{floorVMMPath(), filepath.Join(filepath.Dir(ipiGuestPath()), "floor.elf")} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("SKIP: %s missing (run 'make floorvmm guests'): %v", p, err)
@@ -35,19 +30,11 @@ func TestBenchExits(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
 	}
-	f, err := os.Open(filepath.Join(out, "report.csv"))
-	if err != nil {
-		t.Fatal(err)
+	recs, _ := readReportCSV(t, out)
+	if len(recs) != 6 {
+		t.Fatalf("%d CSV rows, want 6 (3 kinds x 2 repetitions)", len(recs))
 	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 7 {
-		t.Fatalf("%d CSV rows, want 6 (3 kinds x 2 repetitions)", len(recs)-1)
-	}
-	for _, r := range recs[1:] {
+	for _, r := range recs {
 		if r[6] != "300" || r[4] == "0" || r[5] == "0" {
 			t.Errorf("row %v: want 300 govmm exits and cycles from both VMMs", r)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -94,22 +93,13 @@ func cmdBenchIPI(args []string, stdout, stderr io.Writer) (int, error) {
 	tab.Note = fmt.Sprintf("Produced by `govmm bench-ipi --cpus %d --modes %s --dests %s --delivery %s --rounds %d%s` "+
 		"(%s, %v).\n\n%s", b.cpus, strings.Join(b.modes, ","), joinInts(b.dests), strings.Join(b.deliveries, ","),
 		b.rounds, aligned, time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), ipiBenchNote)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeReport(out, tab); err != nil {
-		return 0, err
-	}
-	tab.WriteMatrix(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
-	return 0, nil
+	return 0, writeBenchTable(out, tab, stdout)
 }
 
 // parseBenchIPIFlags reads bench-ipi's command line into the benchmark
 // and the report's directory, and reads the guest.
 func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, error) {
-	fs := flag.NewFlagSet("bench-ipi", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := benchFlagSet("bench-ipi", stderr)
 	cpus := fs.Int("cpus", 65, "vCPUs of each VM (1 to 1024; xAPIC modes need 255 or fewer)")
 	modeList := fs.String("modes", "xapic-phys,xapic-cluster,x2apic-phys,x2apic-cluster,mixed,pv",
 		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
@@ -121,15 +111,8 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	guest := fs.String("guest", ipiGuestPath(), "the ipi.elf guest")
 	out := fs.String("out", "govmm-bench-ipi", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm bench-ipi [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, "", err
-	}
-	if fs.NArg() > 0 {
-		return nil, "", fmt.Errorf("bench-ipi takes no arguments (got %q)", fs.Arg(0))
 	}
 	b := &ipiBench{cpus: *cpus, rounds: *rounds, aligned: *aligned, timeout: *timeout, progress: stderr}
 	if b.cpus < 2 || b.cpus > 1024 {
@@ -138,21 +121,13 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	if b.rounds < 1 {
 		return nil, "", fmt.Errorf("--rounds must be at least 1")
 	}
-	for _, m := range strings.Split(*modeList, ",") {
-		m = strings.TrimSpace(m)
-		if _, ok := ipiBenchModes[m]; !ok {
-			return nil, "", fmt.Errorf("--modes: unknown mode %q", m)
-		}
-		b.modes = append(b.modes, m)
-	}
-	for _, d := range strings.Split(*delList, ",") {
-		d = strings.TrimSpace(d)
-		if !ipiDeliveries[d] {
-			return nil, "", fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
-		}
-		b.deliveries = append(b.deliveries, d)
-	}
 	var err error
+	if b.modes, err = parseIPIModes(*modeList); err != nil {
+		return nil, "", err
+	}
+	if b.deliveries, err = parseDeliveries(*delList); err != nil {
+		return nil, "", err
+	}
 	if b.dests, err = intList(*destList, 1, 1023, "--dests: %q is not a destination count from 1 to 1023"); err != nil {
 		return nil, "", err
 	}

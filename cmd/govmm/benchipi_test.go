@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,11 +20,7 @@ import (
 // cluster 0), the receivers' are at least 1 HLT + 1 EOI (plain) or 1 HLT
 // (AVIC, PV EOI), and every delivery was counted.
 func TestBenchIPI(t *testing.T) {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
-	} else {
-		f.Close()
-	}
+	needKVM(t)
 	guest := ipiGuestPath()
 	if _, err := os.Stat(guest); err != nil {
 		t.Fatalf("ipi.elf not built (run 'make guests'): %v", err)
@@ -47,26 +42,14 @@ func TestBenchIPI(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "govmm bench-ipi --cpus 5") {
 		t.Errorf("report.md (%v) does not say how it was made:\n%s", err, md)
 	}
-	f, err := os.Open(filepath.Join(out, "report.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	recs, col := readReportCSV(t, out)
 	// Sender exits per IPI, by mode and case ("u" unicast, else dests).
 	wantSender := map[string]map[string]float64{
 		"xapic-phys":     {"u": 3, "1": 3, "2": 6, "4": 12},
 		"x2apic-cluster": {"u": 1, "1": 1, "2": 1, "4": 1},
 	}
 	seen := 0
-	for _, r := range recs[1:] {
+	for _, r := range recs {
 		get := func(k string) string { return r[col[k]] }
 		num := func(k string) float64 {
 			v, err := strconv.ParseFloat(get(k), 64)
@@ -113,11 +96,7 @@ func TestBenchIPI(t *testing.T) {
 // minimum; from ID 1 the same 4 CPUs span clusters 0 and 1, 2 writes); 5
 // CPUs (IDs 4..8) take 2, also the minimum; 6 (IDs 4..9) do not fit.
 func TestBenchIPIAligned(t *testing.T) {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
-	} else {
-		f.Close()
-	}
+	needKVM(t)
 	guest := ipiGuestPath()
 	if _, err := os.Stat(guest); err != nil {
 		t.Fatalf("ipi.elf not built (run 'make guests'): %v", err)
@@ -129,26 +108,14 @@ func TestBenchIPIAligned(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("bench-ipi exited %d:\n%s", status, stderr.String())
 	}
-	f, err := os.Open(filepath.Join(out, "report.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
+	recs, col := readReportCSV(t, out)
 	want := map[string]struct{ first, sends, sender, skipped string }{
 		"unicast/1":   {"1", "1.000", "3.000", ""},
 		"multicast/4": {"4", "1.000", "3.000", ""},
 		"multicast/5": {"4", "2.000", "6.000", ""},
 		"multicast/6": {"4", "", "", "APIC IDs 4..9"},
 	}
-	for _, r := range recs[1:] {
+	for _, r := range recs {
 		get := func(k string) string { return r[col[k]] }
 		key := get("kind") + "/" + get("dests")
 		w, ok := want[key]

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,22 +69,13 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
 		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.gap, b.poll,
 		time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), rttBenchNote)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return 0, err
-	}
-	if err := writeReport(out, tab); err != nil {
-		return 0, err
-	}
-	tab.WriteTable(stdout)
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.csv)\n", out)
-	return 0, nil
+	return 0, writeBenchTable(out, tab, stdout)
 }
 
 func onOff(b bool) string { return pick(b, "on", "off") }
 
 func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, error) {
-	fs := flag.NewFlagSet("bench-rtt", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := benchFlagSet("bench-rtt", stderr)
 	modeList := fs.String("modes", "xapic-phys,x2apic-phys,x2apic-cluster,pv",
 		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
 	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi, avic")
@@ -95,33 +85,20 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	guest := fs.String("guest", rttGuestPath(), "the rtt.elf guest")
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm bench-rtt [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return nil, "", err
-	}
-	if fs.NArg() > 0 {
-		return nil, "", fmt.Errorf("bench-rtt takes no arguments (got %q)", fs.Arg(0))
 	}
 	b := &rttBench{rounds: *rounds, gap: *gap, poll: *poll, timeout: *timeout, progress: stderr}
 	if b.rounds < 1 || b.gap < 0 || b.poll <= 0 {
 		return nil, "", fmt.Errorf("--rounds must be at least 1, --gap at least 0 and --halt-poll above 0")
 	}
-	for _, m := range strings.Split(*modeList, ",") {
-		if _, ok := ipiBenchModes[strings.TrimSpace(m)]; !ok {
-			return nil, "", fmt.Errorf("--modes: unknown mode %q", m)
-		}
-		b.modes = append(b.modes, strings.TrimSpace(m))
-	}
-	for _, d := range strings.Split(*delList, ",") {
-		if !ipiDeliveries[strings.TrimSpace(d)] {
-			return nil, "", fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi or avic)", d)
-		}
-		b.deliveries = append(b.deliveries, strings.TrimSpace(d))
-	}
 	var err error
+	if b.modes, err = parseIPIModes(*modeList); err != nil {
+		return nil, "", err
+	}
+	if b.deliveries, err = parseDeliveries(*delList); err != nil {
+		return nil, "", err
+	}
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,11 +17,7 @@ import (
 // HLT yet, which a loaded host makes possible). Halt polling is counted
 // only with it on, and never changes an exit count of the sender.
 func TestBenchRTT(t *testing.T) {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
-	} else {
-		f.Close()
-	}
+	needKVM(t)
 	guest := rttGuestPath()
 	if _, err := os.Stat(guest); err != nil {
 		t.Skipf("SKIP: rtt.elf not built (run 'make guests'): %v", err)
@@ -38,23 +32,11 @@ func TestBenchRTT(t *testing.T) {
 	if !strings.Contains(stderr.String(), "[8/8] x2apic-phys avic halt-poll off") {
 		t.Errorf("no progress on stderr:\n%s", stderr.String())
 	}
-	f, err := os.Open(filepath.Join(out, "report.csv"))
-	if err != nil {
-		t.Fatal(err)
+	recs, col := readReportCSV(t, out)
+	if len(recs) != 16 {
+		t.Fatalf("%d CSV rows, want 16 (2 modes x 2 deliveries x halt poll on/off x halted/spinning)", len(recs))
 	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
-	if len(recs) != 17 {
-		t.Fatalf("%d CSV rows, want 16 (2 modes x 2 deliveries x halt poll on/off x halted/spinning)", len(recs)-1)
-	}
-	for _, r := range recs[1:] {
+	for _, r := range recs {
 		get := func(k string) string { return r[col[k]] }
 		n := func(k string) uint64 {
 			v, err := strconv.ParseUint(get(k), 10, 64)
