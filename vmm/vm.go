@@ -254,8 +254,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return err
 	}
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
-		Latency: ipiLatency{&vm.acct.Latency},
-		TSCHz:   vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits})
+		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
+		Latency: ipiLatency{&vm.acct.Latency}})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
 	if err := vm.registerLAPICs(&vm.bus); err != nil {
