@@ -50,6 +50,16 @@ func (r RTTRow) PolledPerRTT() float64 { return ratio(r.PollNanos, r.Rounds) / 1
 type RTTTable struct {
 	Rows []RTTRow
 	Note string // how it was made, written above the table
+	// FloorPerExit is the cycles of one exit under the minimal C VMM
+	// (govmm bench-exits' floor, its x2APIC MSR write), measured in the
+	// same run; 0: not measured.
+	FloorPerExit float64
+}
+
+// AtFloor is what r's exits per round trip (sender's and receiver's)
+// would cost at the floor, in cycles; 0 without a floor.
+func (t *RTTTable) AtFloor(r RTTRow) float64 {
+	return (r.SenderPerRTT() + r.RecvPerRTT()) * t.FloorPerExit
 }
 
 // vsPollOff is row r's mean round trip over that of the same case with
@@ -80,16 +90,20 @@ func (t *RTTTable) WriteMarkdown(w io.Writer) {
 
 // WriteTable writes the Markdown table alone.
 func (t *RTTTable) WriteTable(w io.Writer) {
-	fmt.Fprintln(w, "| mode | delivery | receiver | halt poll | round trips | cycles/round trip | vs poll off | sender exits/RT | receiver exits/RT | receiver exits by cause, per RT | polls (hits) | µs polled/RT |")
-	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
+	fmt.Fprintln(w, "| mode | delivery | receiver | halt poll | round trips | cycles/round trip | vs poll off | sender exits/RT | receiver exits/RT | receiver exits by cause, per RT | its exits at the floor, cycles | RT / that | polls (hits) | µs polled/RT |")
+	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 	for _, r := range t.Rows {
 		vs := ""
 		if v := t.vsPollOff(r); v > 0 && r.HaltPoll != "off" {
 			vs = strconv.FormatFloat(v, 'f', 2, 64)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %d (%d) | %.1f |\n",
+		floor, over := "", ""
+		if f := t.AtFloor(r); f > 0 {
+			floor, over = fmt.Sprintf("%.0f", f), fmt.Sprintf("%.2f", r.CyclesPerRTT()/f)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
 			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), vs, num(r.SenderPerRTT()),
-			num(r.RecvPerRTT()), r.RecvCauses, r.Polls, r.PollHits, r.PolledPerRTT())
+			num(r.RecvPerRTT()), r.RecvCauses, floor, over, r.Polls, r.PollHits, r.PolledPerRTT())
 	}
 }
 
@@ -98,13 +112,13 @@ func (t *RTTTable) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"mode", "guest_mode", "delivery", "receiver", "halt_poll", "rounds", "cycles", "cycles_min", "cycles_max",
 		"cycles_per_rtt", "vs_poll_off", "sender_exits", "receiver_exits", "sender_exits_per_rtt", "receiver_exits_per_rtt",
-		"receiver_exits_by_cause", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
+		"receiver_exits_by_cause", "at_floor_cycles", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, r := range t.Rows {
 		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
 			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
-			f(r.RecvPerRTT()), r.RecvCauses, u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
+			f(r.RecvPerRTT()), r.RecvCauses, f(t.AtFloor(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
 	}
 	cw.Flush()
 	return cw.Error()

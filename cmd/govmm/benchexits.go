@@ -50,7 +50,34 @@ type floorBench struct {
 	progress    io.Writer
 }
 
-func floorVMMPath() string { return filepath.Join(cacheDir(), "bin", "floorvmm") }
+func floorVMMPath() string  { return filepath.Join(cacheDir(), "bin", "floorvmm") }
+func floorBlobPath() string { return filepath.Join(filepath.Dir(ipiGuestPath()), "floorloop.bin") }
+
+// newFloorBench is the floor side of the benchmark: the C VMM and its loop,
+// checked to exist.
+func newFloorBench(floorVMM, blob, kvmPath string, count int) (*floorBench, error) {
+	for _, f := range []struct{ path, what string }{{floorVMM, "the floor VMM (run 'make floorvmm')"},
+		{blob, "floorloop.bin (run 'make guests')"}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("cannot find %s: %w", f.what, err)
+		}
+	}
+	return &floorBench{count: count, reps: 1, floorVMM: floorVMM, blob: blob, kvmPath: kvmPath}, nil
+}
+
+// perExit is the median over reps loops of kind of the floor's cycles per
+// exit.
+func (b *floorBench) perExit(kind string, reps int) (float64, error) {
+	r := benchreport.FloorRow{Count: uint64(b.count)}
+	for range reps {
+		c, err := b.floor(kind)
+		if err != nil {
+			return 0, err
+		}
+		r.Floor = append(r.Floor, c)
+	}
+	return r.FloorPerExit(), nil
+}
 
 // cmdBenchExits is 'govmm bench-exits': the cost of one exit under govmm
 // as a ratio to the minimal C VMM's, for a port read, an MMIO read and an
@@ -94,9 +121,8 @@ func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string,
 	count := fs.Int("count", 20000, "exits per loop")
 	reps := fs.Int("reps", 5, "repetitions, alternating between the floor VMM and govmm")
 	floorVMM := fs.String("floor", floorVMMPath(), "the minimal C VMM (bench/floor, built by 'make floorvmm')")
-	guestDir := filepath.Dir(ipiGuestPath())
-	blob := fs.String("blob", filepath.Join(guestDir, "floorloop.bin"), "the floor loop for the C VMM ('make guests')")
-	guest := fs.String("guest", filepath.Join(guestDir, "floor.elf"), "the floor loop's govmm guest ('make guests')")
+	blob := fs.String("blob", floorBlobPath(), "the floor loop for the C VMM ('make guests')")
+	guest := fs.String("guest", filepath.Join(filepath.Dir(ipiGuestPath()), "floor.elf"), "the floor loop's govmm guest ('make guests')")
 	kvmPath := fs.String("kvm", "/dev/kvm", "the KVM device, for both VMMs")
 	out := fs.String("out", "govmm-bench-exits", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit per run")
@@ -106,15 +132,11 @@ func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string,
 	if *count < 1 || *reps < 1 {
 		return nil, "", fmt.Errorf("--count and --reps must be at least 1")
 	}
-	b := &floorBench{count: *count, reps: *reps, floorVMM: *floorVMM, blob: *blob, guest: *guest, kvmPath: *kvmPath,
-		timeout: *timeout, progress: stderr}
-	for _, f := range []struct{ path, what string }{{b.floorVMM, "the floor VMM (run 'make floorvmm')"},
-		{b.blob, "floorloop.bin (run 'make guests')"}} {
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, "", fmt.Errorf("cannot find %s: %w", f.what, err)
-		}
+	b, err := newFloorBench(*floorVMM, *blob, *kvmPath, *count)
+	if err != nil {
+		return nil, "", err
 	}
-	var err error
+	b.reps, b.guest, b.timeout, b.progress = *reps, *guest, *timeout, stderr
 	if b.guestImage, err = os.ReadFile(b.guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the floor guest (run 'make guests'): %w", err)
 	}

@@ -36,6 +36,7 @@ type rttBench struct {
 	rounds, gap       int
 	poll              time.Duration
 	guest             []byte
+	floor             *floorBench // measures the exit floor; nil: not measured
 	timeout           time.Duration
 	progress          io.Writer
 }
@@ -51,6 +52,12 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	start := time.Now()
 	tab := &benchreport.RTTTable{}
+	if b.floor != nil {
+		if tab.FloorPerExit, err = b.floor.perExit("msr", 3); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(b.progress, "floor: %.0f cycles per x2APIC MSR write exit (minimal C VMM)\n", tab.FloorPerExit)
+	}
 	total, i := len(b.modes)*len(b.deliveries)*2, 0
 	for _, m := range b.modes {
 		for _, del := range b.deliveries {
@@ -83,6 +90,8 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")
 	poll := fs.Duration("halt-poll", vmm.DefaultHaltPoll, "the halt-polling bound of the runs with polling on")
 	guest := fs.String("guest", rttGuestPath(), "the rtt.elf guest")
+	floorVMM := fs.String("floor", floorVMMPath(), "the minimal C VMM whose exit cost is the floor column ('make floorvmm'); \"\" for none")
+	blob := fs.String("blob", floorBlobPath(), "the floor loop for the C VMM ('make guests')")
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -101,6 +110,11 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	}
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
+	}
+	if *floorVMM != "" {
+		if b.floor, err = newFloorBench(*floorVMM, *blob, "/dev/kvm", 5000); err != nil {
+			return nil, "", err
+		}
 	}
 	return b, *out, nil
 }

@@ -19,8 +19,10 @@ import (
 func TestBenchRTT(t *testing.T) {
 	needKVM(t)
 	guest := rttGuestPath()
-	if _, err := os.Stat(guest); err != nil {
-		t.Skipf("SKIP: rtt.elf not built (run 'make guests'): %v", err)
+	for _, p := range []string{guest, floorVMMPath(), floorBlobPath()} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("SKIP: %s missing (run 'make guests floorvmm'): %v", p, err)
+		}
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -75,6 +77,9 @@ func TestBenchRTT(t *testing.T) {
 			if n("wakeups") == 0 || n("wakeups") > 20 {
 				t.Errorf("%s: %d wake-ups in 20 round trips", name, n("wakeups"))
 			}
+		}
+		if f, err := strconv.ParseFloat(get("at_floor_cycles"), 64); err != nil || f <= 0 {
+			t.Errorf("%s: its exits at the floor %q: the floor was not measured", name, get("at_floor_cycles"))
 		}
 		if get("halt_poll") == "off" && (n("halt_polls") != 0 || n("halt_poll_ns") != 0) {
 			t.Errorf("%s: %d polls with halt polling off", name, n("halt_polls"))
