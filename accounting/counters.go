@@ -11,7 +11,12 @@ type VCPU struct {
 	Exits        [NumCauses]atomic.Uint64
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
-	InjectedVec  [256]atomic.Uint64         // vectors injected with KVM_INTERRUPT, by vector
+	// IPIRecvExits are this vCPU's exits that an IPI to it caused, by the
+	// IPI's destination kind (read from its latency stamp): the HLT exit
+	// it woke, the kick or interrupt window it made, the EOI write that
+	// ended it.
+	IPIRecvExits [NumIPIKinds]atomic.Uint64
+	InjectedVec  [256]atomic.Uint64 // vectors injected with KVM_INTERRUPT, by vector
 	CPUCounters[atomic.Uint64]
 }
 
@@ -65,6 +70,7 @@ type Snapshot struct {
 	Exits        [NumCauses]uint64
 	IPISent      [NumIPIKinds]uint64
 	IPIDelivered [NumIPIKinds]uint64
+	IPIRecvExits [NumIPIKinds]uint64
 	InjectedVec  [256]uint64
 	CPUCounters[uint64]
 }
@@ -75,6 +81,7 @@ func (v *VCPU) Snapshot() Snapshot {
 	load(s.Exits[:], v.Exits[:])
 	load(s.IPISent[:], v.IPISent[:])
 	load(s.IPIDelivered[:], v.IPIDelivered[:])
+	load(s.IPIRecvExits[:], v.IPIRecvExits[:])
 	load(s.InjectedVec[:], v.InjectedVec[:])
 	for _, k := range CPUCounterTable {
 		*s.At(k) = v.At(k).Load()
@@ -95,7 +102,7 @@ func (s *Snapshot) add(o *Snapshot) { s.each(o, func(s, o *uint64) { *s += *o })
 // each calls f with every counter of s and the same counter of o.
 func (s *Snapshot) each(o *Snapshot, f func(s, o *uint64)) {
 	for _, pair := range [][2][]uint64{{s.Exits[:], o.Exits[:]}, {s.IPISent[:], o.IPISent[:]},
-		{s.IPIDelivered[:], o.IPIDelivered[:]}, {s.InjectedVec[:], o.InjectedVec[:]}} {
+		{s.IPIDelivered[:], o.IPIDelivered[:]}, {s.IPIRecvExits[:], o.IPIRecvExits[:]}, {s.InjectedVec[:], o.InjectedVec[:]}} {
 		for i := range pair[0] {
 			f(&pair[0][i], &pair[1][i])
 		}

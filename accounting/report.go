@@ -33,6 +33,9 @@ type CPUReport struct {
 	ByCause      map[string]uint64 `json:"by_cause"`
 	IPISent      map[string]uint64 `json:"ipi_sent,omitempty"`
 	IPIDelivered map[string]uint64 `json:"ipi_delivered,omitempty"`
+	// IPIRecvExits are the exits IPIs to this vCPU caused, by kind
+	// (VCPU.IPIRecvExits).
+	IPIRecvExits map[string]uint64 `json:"ipi_receiver_exits,omitempty"`
 	// InjectedVec counts injections by vector ("0xfb"), non-zero ones only.
 	InjectedVec map[string]uint64 `json:"injected_by_vector,omitempty"`
 	CPUCounters[uint64]
@@ -67,6 +70,12 @@ func cpuReport(cpu int, s Snapshot) CPUReport {
 			}
 			r.IPISent[IPIKind(k).String()] = s.IPISent[k]
 			r.IPIDelivered[IPIKind(k).String()] = s.IPIDelivered[k]
+		}
+		if s.IPIRecvExits[k] != 0 {
+			if r.IPIRecvExits == nil {
+				r.IPIRecvExits = map[string]uint64{}
+			}
+			r.IPIRecvExits[IPIKind(k).String()] = s.IPIRecvExits[k]
 		}
 	}
 	return r
@@ -236,6 +245,7 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
+	writeCounts(w, "receivers' exits caused by IPIs (wake from HLT, kick, window, EOI), by destination kind", r.Total.IPIRecvExits)
 	writeLatency(w, r.Latency)
 	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
 	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)

@@ -89,6 +89,25 @@ type IPICost struct {
 	SenderExitsPerIPI        float64 `json:"sender_exits_per_ipi"`
 	ReceiverExitsPerDelivery float64 `json:"receiver_exits_per_delivery"`
 	ExitsPerIPI              float64 `json:"exits_per_ipi"`
+	// ReceiverExitsCaused are the receivers' exits the IPIs of this kind
+	// caused, each charged to its IPI by the IPI's latency stamp (HLT
+	// wake, kick, window, EOI: accounting.VCPU.IPIRecvExits), exact
+	// rather than shared out per interval; per delivery below.
+	ReceiverExitsCaused    uint64  `json:"receiver_exits_caused"`
+	CausedExitsPerDelivery float64 `json:"receiver_exits_caused_per_delivery"`
+}
+
+// withCaused fills in each kind's exactly charged receiver exits from the
+// report's totals (by kind name).
+func withCaused(costs []IPICost, caused map[string]uint64) []IPICost {
+	for i := range costs {
+		c := &costs[i]
+		c.ReceiverExitsCaused = caused[c.Kind]
+		if c.Delivered > 0 {
+			c.CausedExitsPerDelivery = float64(c.ReceiverExitsCaused) / float64(c.Delivered)
+		}
+	}
+	return costs
 }
 
 // costs lists the kinds sent so far, in accounting.IPIKind order.

@@ -235,10 +235,20 @@ func checkLiveState(t *testing.T, st dashboard.State) {
 		acc.SumNs/acc.Count > inj.SumNs/inj.Count || inj.SumNs/inj.Count > end.SumNs/end.Count {
 		t.Errorf("x2apic_physical latency: accepted %+v, injected %+v, ended %+v", acc, inj, end)
 	}
+	var caused uint64
 	for _, k := range st.ExitsPerIPI {
 		if k.Sent > 0 && k.ExitsPerIPI <= 0 {
 			t.Errorf("exits per IPI %+v", k)
 		}
+		// A receiver's exits an IPI caused: at most its HLT (or kick, or
+		// window) and its EOI, per delivery.
+		if k.CausedExitsPerDelivery > 3 {
+			t.Errorf("%s: %.2f receiver exits caused per delivery: %+v", k.Kind, k.CausedExitsPerDelivery, k)
+		}
+		caused += k.ReceiverExitsCaused
+	}
+	if caused == 0 {
+		t.Errorf("no receiver exit charged to any IPI: %+v", st.ExitsPerIPI)
 	}
 }
 

@@ -319,10 +319,13 @@ func (s sink) Notify(cpu int) {
 	}
 }
 
-func newRig(t *testing.T, n int) *rig {
+func newRig(t *testing.T, n int) *rig { return newRigWith(t, n, vlapic.Options{X2APIC: true}) }
+
+// newRigWith is newRig with the LAPICs' options.
+func newRigWith(t *testing.T, n int, opts vlapic.Options) *rig {
 	r := &rig{t: t, acct: accounting.NewVM(n), done: make(chan struct{}), clock: wallClock{time.Now()},
 		fakes: make([]*fakeCPU, n), pveoi: make([]PVEOI, n)}
-	r.apics = vlapic.NewBus(n, r.clock, sink{r}, vlapic.Options{X2APIC: true})
+	r.apics = vlapic.NewBus(n, r.clock, sink{r}, opts)
 	for i := range n {
 		r.enable(i)
 	}

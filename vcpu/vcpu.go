@@ -128,6 +128,8 @@ type VCPU struct {
 	timerArmed bool
 
 	poll *haltpoll.Window // how long the next halt polls
+
+	windowFor int // the vector the interrupt window was asked for; -1: none
 }
 
 // New builds the vCPU; nothing runs until Run.
@@ -238,7 +240,8 @@ func (v *VCPU) Run() error {
 // A PV EOI the guest has done is completed first, as prepareEntry will:
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
-	if v.look().Work() || v.stopped() {
+	if p := v.look(); p.Work() || v.stopped() {
+		v.chargeIPI(p.Fixed, p.Vector)
 		return accounting.CauseKick
 	}
 	return accounting.CauseKickSpurious
@@ -324,7 +327,11 @@ func (v *VCPU) prepareEntry() error {
 	// A vector that arrives from here on notifies this vCPU, whose kick
 	// makes the coming KVM_RUN exit at once (immediate_exit): only a
 	// vector the CPU cannot take now needs the window.
-	v.kvm.SetRequestInterruptWindow(p.NeedsWindow(allowed))
+	v.windowFor = -1
+	if p.NeedsWindow(allowed) {
+		v.windowFor = int(p.Vector)
+	}
+	v.kvm.SetRequestInterruptWindow(v.windowFor >= 0)
 	if run.DirtyRegs&kvm.SyncRegsSregs != 0 {
 		// KVM_RUN will load the sregs a handler edited, and loading them
 		// queues the lowest vector of interrupt_bitmap for injection
@@ -363,25 +370,39 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))
 	start := v.clock.Now()
-	woke := v.waitWake(ifFlag, start)
+	p, woke := v.waitWake(ifFlag, start)
 	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
 	if woke {
 		v.acct.Wakeups.Add(1)
+		v.chargeIPI(p.Fixed && ifFlag, p.Vector) // the HLT exit was the IPI's
 	}
 	return woke
 }
 
+// chargeIPI counts an exit of this vCPU, made for vector vec (if fixed),
+// to the IPI that requested it: the vector's latency tag, while it waits
+// unacknowledged, is the IPI's accounting kind (vmm/latency.go). A vector
+// no IPI requested (a timer's, a device's) charges nothing.
+func (v *VCPU) chargeIPI(fixed bool, vec uint8) {
+	if !fixed {
+		return
+	}
+	if tag, ok := v.lapic.PendingTag(vec); ok && tag < uint8(accounting.NumIPIKinds) {
+		v.acct.IPIRecvExits[tag].Add(1)
+	}
+}
+
 // waitWake is halt's wait: look, poll once, then sleep until woken and
-// look again. It returns false when the VM ends.
-func (v *VCPU) waitWake(ifFlag bool, start int64) bool {
+// look again. It returns what woke it, or false when the VM ends.
+func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 	polled, slept := false, false
 	for {
 		v.lapic.Tick()
-		if v.look().Wakes(ifFlag) {
+		if p := v.look(); p.Wakes(ifFlag) {
 			if polled && !slept {
 				v.acct.HaltPollHits.Add(1)
 			}
-			return true
+			return p, true
 		}
 		v.syncTimer()
 		if !polled {
@@ -394,7 +415,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) bool {
 		select {
 		case <-v.wake:
 		case <-v.done:
-			return false
+			return vlapic.Pending{}, false
 		}
 	}
 }

@@ -177,6 +177,9 @@ type Effect struct {
 	IPI      bool
 	Msg      Message
 	Targets  int
+	// Ended is the latency stamp of the IPI an EOI write ended (0: none,
+	// or not an IPI): its tag names the IPI the EOI exit was for.
+	Ended Stamp
 }
 
 // Register names an APIC register by its xAPIC offset >> 4 (the x2APIC MSR

@@ -108,6 +108,7 @@ type post struct {
 	send    bool
 	eoiVec  uint8
 	msg     Message
+	ended   Stamp // the stamp of the IPI an EOI ended
 }
 
 func (a *LAPIC) finish(p *post, eff Effect) Effect {
@@ -123,6 +124,7 @@ func (a *LAPIC) finish(p *post, eff Effect) Effect {
 	if p.notify {
 		b.sink.Notify(a.cpu)
 	}
+	eff.Ended = p.ended
 	if p.send {
 		eff.IPI = true
 		eff.Msg = p.msg

@@ -103,15 +103,31 @@ func (a *LAPIC) stampInjectedLocked(v uint8) {
 	}
 }
 
-// stampEndedLocked observes the end of v (EOI) and forgets its stamp.
-func (a *LAPIC) stampEndedLocked(v uint8) {
+// stampEndedLocked observes the end of v (EOI), forgets its stamp and
+// returns it.
+func (a *LAPIC) stampEndedLocked(v uint8) Stamp {
 	if a.lat == nil {
-		return
+		return 0
 	}
-	if s := a.lat.service[v]; s != 0 {
+	s := a.lat.service[v]
+	if s != 0 {
 		a.lat.service[v] = 0
 		a.bus.latency.Observe(StageEnded, s.Tag(), a.bus.clock.Now()-s.At())
 	}
+	return s
+}
+
+// PendingTag is the latency tag of the IPI that requested vector v, while
+// v waits in IRR (or the AVIC page) unacknowledged: what a kick, a wake
+// from HLT or an interrupt window for v was for. ok is false for a vector
+// no stamped IPI requested (a timer or device interrupt, or no observer).
+// Any thread.
+func (a *LAPIC) PendingTag(v uint8) (tag uint8, ok bool) {
+	if a.lat == nil {
+		return 0, false
+	}
+	s := Stamp(a.lat.pending[v].Load())
+	return s.Tag(), s != 0
 }
 
 // stampWithdrawnLocked puts v's stamp back to pending when an injection

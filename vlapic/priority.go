@@ -117,7 +117,7 @@ func (a *LAPIC) eoiLocked(p *post) {
 		return
 	}
 	a.isr.clear(v)
-	a.stampEndedLocked(v)
+	p.ended = a.stampEndedLocked(v)
 	if a.tmr.test(v) {
 		p.eoi, p.eoiVec = true, v
 	}

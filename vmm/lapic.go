@@ -91,8 +91,13 @@ func syncKVMAPICBase(v exitbus.VCPU, val uint64) error {
 	return nil
 }
 
-// countIPI charges an ICR or SELF_IPI write to cpu's IPI counters.
+// countIPI charges an ICR or SELF_IPI write to cpu's IPI counters, and
+// an EOI write that ended an IPI to that IPI's kind (the latency tag is
+// the kind, vmm/latency.go).
 func (vm *VM) countIPI(cpu int, e vlapic.Effect, x2apic bool) {
+	if e.Ended != 0 && e.Ended.Tag() < uint8(accounting.NumIPIKinds) {
+		vm.acct.CPUs[cpu].IPIRecvExits[e.Ended.Tag()].Add(1)
+	}
 	if !e.IPI {
 		return
 	}
