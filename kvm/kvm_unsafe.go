@@ -11,20 +11,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ioctl issues one ioctl. It never retries: EINTR reaches the caller.
+// ioctl issues one ioctl with an integer argument (never an address: see
+// ioctlPtr). It never retries: EINTR reaches the caller.
 func ioctl(fd int, req, arg uintptr) (uintptr, error) {
 	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, arg)
-	if e != 0 {
-		return r, e
-	}
-	return r, nil
+	return r, errnoErr(e)
 }
 
-// ioctlPtr is ioctl with a pointer argument kept alive across the call.
+// ioctlPtr issues one ioctl whose argument is the address of *p, which the
+// kernel reads or fills. The pointer becomes a uintptr only in the argument
+// list of unix.Syscall, an assembly function: by unsafe.Pointer's rule 4
+// the object then stays in place until the call returns. Converted any
+// earlier (as the argument of a Go function on the way, as this once was),
+// a stack object goes stale whenever the goroutine's stack grows between
+// the conversion and the system call: the stack is copied, the kernel
+// fills the old copy, and the caller reads what was there before, e.g.
+// all-zero sregs, which made a 64-bit guest's XSAVE look like 16-bit code
+// and stopped the VM (TestIoctlStructsSurviveStackMoves).
 func ioctlPtr[T any](fd int, req uintptr, p *T) error {
-	_, err := ioctl(fd, req, uintptr(unsafe.Pointer(p)))
-	runtime.KeepAlive(p)
+	_, err := ioctlPtrN(fd, req, p)
 	return err
+}
+
+// ioctlPtrN is ioctlPtr that also returns the ioctl's result.
+func ioctlPtrN[T any](fd int, req uintptr, p *T) (uintptr, error) {
+	r, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(p)))
+	return r, errnoErr(e)
+}
+
+func errnoErr(e unix.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // System is an open /dev/kvm.
@@ -74,8 +93,7 @@ func (s *System) SupportedCPUID() ([]CPUIDEntry, error) {
 	for n := 64; n <= 4096; n *= 2 {
 		buf := make([]byte, 8+n*int(unsafe.Sizeof(CPUIDEntry{})))
 		*(*uint32)(unsafe.Pointer(&buf[0])) = uint32(n)
-		_, err := ioctl(s.fd, kvmGetSupportedCPUID, uintptr(unsafe.Pointer(&buf[0])))
-		runtime.KeepAlive(buf)
+		err := ioctlPtr(s.fd, kvmGetSupportedCPUID, &buf[0])
 		if err == unix.E2BIG {
 			continue
 		}
@@ -331,8 +349,7 @@ func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
 	buf := make([]byte, 8+len(entries)*sz)
 	*(*uint32)(unsafe.Pointer(&buf[0])) = uint32(len(entries))
 	copy(unsafe.Slice((*CPUIDEntry)(unsafe.Pointer(&buf[8])), len(entries)), entries)
-	_, err := ioctl(c.fd, kvmSetCPUID2, uintptr(unsafe.Pointer(&buf[0])))
-	runtime.KeepAlive(buf)
+	err := ioctlPtr(c.fd, kvmSetCPUID2, &buf[0])
 	return wrap("KVM_SET_CPUID2", err)
 }
 
@@ -419,8 +436,7 @@ type msrsOne struct {
 // GetMSR reads one MSR with KVM_GET_MSRS (KVM's in-kernel view of it).
 func (c *VCPU) GetMSR(index uint32) (uint64, error) {
 	m := msrsOne{NMSRs: 1, Index: index}
-	r, err := ioctl(c.fd, kvmGetMSRs, uintptr(unsafe.Pointer(&m)))
-	runtime.KeepAlive(&m)
+	r, err := ioctlPtrN(c.fd, kvmGetMSRs, &m)
 	if err == nil && r != 1 {
 		err = fmt.Errorf("MSR %#x not readable", index)
 	}
@@ -430,8 +446,7 @@ func (c *VCPU) GetMSR(index uint32) (uint64, error) {
 // SetMSR writes one MSR with KVM_SET_MSRS.
 func (c *VCPU) SetMSR(index uint32, v uint64) error {
 	m := msrsOne{NMSRs: 1, Index: index, Data: v}
-	r, err := ioctl(c.fd, kvmSetMSRs, uintptr(unsafe.Pointer(&m)))
-	runtime.KeepAlive(&m)
+	r, err := ioctlPtrN(c.fd, kvmSetMSRs, &m)
 	if err == nil && r != 1 {
 		err = fmt.Errorf("MSR %#x not writable", index)
 	}
@@ -450,8 +465,7 @@ func (c *VCPU) XSAVE(buf []byte) error {
 	if len(buf) == XSAVEMinSize {
 		req, name = kvmGetXSAVE, "KVM_GET_XSAVE"
 	}
-	_, err := ioctl(c.fd, req, uintptr(unsafe.Pointer(&buf[0])))
-	runtime.KeepAlive(buf)
+	err := ioctlPtr(c.fd, req, &buf[0])
 	return wrap(name, err)
 }
 
@@ -462,8 +476,7 @@ func (c *VCPU) SetXSAVE(buf []byte) error {
 	if len(buf) < XSAVEMinSize {
 		return fmt.Errorf("KVM_SET_XSAVE: buffer of %d bytes, want at least %d", len(buf), XSAVEMinSize)
 	}
-	_, err := ioctl(c.fd, kvmSetXSAVE, uintptr(unsafe.Pointer(&buf[0])))
-	runtime.KeepAlive(buf)
+	err := ioctlPtr(c.fd, kvmSetXSAVE, &buf[0])
 	return wrap("KVM_SET_XSAVE", err)
 }
 
