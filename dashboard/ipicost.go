@@ -92,19 +92,21 @@ type IPICost struct {
 	// ReceiverExitsCaused are the receivers' exits the IPIs of this kind
 	// caused, each charged to its IPI by the IPI's latency stamp (HLT
 	// wake, kick, window, EOI: accounting.VCPU.IPIRecvExits), exact
-	// rather than shared out per interval; per delivery below.
+	// rather than shared out per interval; per delivery below. Both are
+	// live counts (read at the request), not up to the last sample.
 	ReceiverExitsCaused    uint64  `json:"receiver_exits_caused"`
 	CausedExitsPerDelivery float64 `json:"receiver_exits_caused_per_delivery"`
 }
 
 // withCaused fills in each kind's exactly charged receiver exits from the
-// report's totals (by kind name).
-func withCaused(costs []IPICost, caused map[string]uint64) []IPICost {
+// report's live totals (by kind name): the exits and the deliveries of
+// the same instant.
+func withCaused(costs []IPICost, live accounting.CPUReport) []IPICost {
 	for i := range costs {
 		c := &costs[i]
-		c.ReceiverExitsCaused = caused[c.Kind]
-		if c.Delivered > 0 {
-			c.CausedExitsPerDelivery = float64(c.ReceiverExitsCaused) / float64(c.Delivered)
+		c.ReceiverExitsCaused = live.IPIRecvExits[c.Kind]
+		if d := live.IPIDelivered[c.Kind]; d > 0 {
+			c.CausedExitsPerDelivery = float64(c.ReceiverExitsCaused) / float64(d)
 		}
 	}
 	return costs

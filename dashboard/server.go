@@ -172,7 +172,7 @@ func (s *Server) State() State {
 		dt = 0
 	}
 	st := State{Time: now, IntervalS: dt, Info: info, Phases: s.src.Phases(), CPUs: make([]CPUState, len(live.CPUs)),
-		ExitsPerIPI: withCaused(costs, live.Total.IPIRecvExits), UnattributedSenderExits: unS, UnattributedReceiverExits: unR,
+		ExitsPerIPI: withCaused(costs, live.Total), UnattributedSenderExits: unS, UnattributedReceiverExits: unR,
 		Platform: Platform{PlatformReport: live.Platform, FaultByReason: nonNil(live.Platform.FaultByReason)},
 		Sections: live.Sections, Latency: live.Latency}
 	if st.Latency == nil {

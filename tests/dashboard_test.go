@@ -181,7 +181,7 @@ func testDashboardAPI(t *testing.T, lv *liveVM) {
 	metrics := string(get(t, lv.url+"/metrics"))
 	for _, want := range []string{`govmm_exits_total{cause="msr_x2apic_icr_write",cpu="0"}`,
 		`govmm_ipis_sent_total{cpu="0",kind=`, `govmm_vcpu_state{cpu="3",state="halted"}`, "govmm_ioapic_fired_total ",
-		`govmm_ipi_latency_seconds_bucket{kind="x2apic_physical",stage="injected",le="`, `govmm_ipi_latency_seconds_count{kind="x2apic_physical",stage="ended"}`} {
+		`govmm_ipi_latency_seconds_bucket{kind="x2apic_logical",stage="injected",le="`, `govmm_ipi_latency_seconds_count{kind="x2apic_logical",stage="ended"}`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
@@ -222,18 +222,19 @@ func checkLiveState(t *testing.T, st dashboard.State) {
 	if len(st.ExitsPerIPI) == 0 {
 		t.Errorf("no exits per IPI")
 	}
-	// Every stage of the unicast IPIs' latency is there, in order: each
-	// IPI is accepted before it is injected, and injected before it ends.
+	// Every stage of the logical (cluster-mode) IPIs' latency is there, in
+	// order: each IPI is accepted before it is injected, and injected
+	// before it ends.
 	stages := map[string]accounting.LatencyReport{}
 	for _, l := range st.Latency {
-		if l.Kind == "x2apic_physical" {
+		if l.Kind == "x2apic_logical" {
 			stages[l.Stage] = l
 		}
 	}
 	acc, inj, end := stages["accepted"], stages["injected"], stages["ended"]
 	if acc.Count == 0 || inj.Count == 0 || end.Count == 0 || inj.Count > acc.Count || end.Count > inj.Count ||
 		acc.SumNs/acc.Count > inj.SumNs/inj.Count || inj.SumNs/inj.Count > end.SumNs/end.Count {
-		t.Errorf("x2apic_physical latency: accepted %+v, injected %+v, ended %+v", acc, inj, end)
+		t.Errorf("x2apic_logical latency: accepted %+v, injected %+v, ended %+v", acc, inj, end)
 	}
 	var caused uint64
 	for _, k := range st.ExitsPerIPI {
@@ -275,7 +276,7 @@ func testDashboardBrowser(t *testing.T, lv *liveVM) {
 			}
 		}
 	}
-	for _, id := range []string{"lat-injected-x2apic-physical", "lat-ended-x2apic-physical", "latency-x2apic-physical"} {
+	for _, id := range []string{"lat-injected-x2apic-logical", "lat-ended-x2apic-logical", "latency-x2apic-logical"} {
 		if _, ok := second[id]; !ok {
 			t.Errorf("the latency table or plot lacks #%s: no IPI latency shown", id)
 		}
