@@ -4,7 +4,11 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 )
 
 // RTTRow is one case of 'govmm bench-rtt': IPI round trips from the BSP to
@@ -25,14 +29,57 @@ type RTTRow struct {
 
 	SenderExits uint64 // exits of the BSP in the section
 	RecvExits   uint64 // exits of the receiver in the section
-	// RecvCauses is the receiver's exits per round trip by cause, largest
-	// first ("hlt 1, msr_x2apic_eoi_write 1").
-	RecvCauses string
+	// RecvByCause is the receiver's exits by cause name (RecvCauses
+	// writes them per round trip).
+	RecvByCause map[string]uint64
+	Reps        int // runs merged into the row (Add)
 	Kicks      uint64 // kicks the receiver took (kick exits)
 	Wakeups    uint64 // times the receiver left HLT
 	Polls      uint64 // the receiver's halts that polled
 	PollHits   uint64 // of which the poll saw the wake-up
 	PollNanos  uint64 // host time the receiver's thread spent polling
+}
+
+// Add merges o, another run of the same case, into r: counts add up,
+// the fastest and slowest round trips are those of both.
+func (r *RTTRow) Add(o RTTRow) {
+	if r.Reps == 0 {
+		*r = o
+		r.RecvByCause = maps.Clone(o.RecvByCause)
+		r.Reps = max(o.Reps, 1)
+		return
+	}
+	r.Rounds += o.Rounds
+	r.Cycles += o.Cycles
+	r.MinCycles, r.MaxCycles = min(r.MinCycles, o.MinCycles), max(r.MaxCycles, o.MaxCycles)
+	r.SenderExits += o.SenderExits
+	r.RecvExits += o.RecvExits
+	for c, n := range o.RecvByCause {
+		r.RecvByCause[c] += n
+	}
+	r.Kicks += o.Kicks
+	r.Wakeups += o.Wakeups
+	r.Polls += o.Polls
+	r.PollHits += o.PollHits
+	r.PollNanos += o.PollNanos
+	r.Reps += max(o.Reps, 1)
+}
+
+// RecvCauses is the receiver's exits per round trip by cause, largest
+// first ("hlt 1, msr_x2apic_eoi_write 1").
+func (r RTTRow) RecvCauses() string {
+	names := slices.Collect(maps.Keys(r.RecvByCause))
+	sort.Slice(names, func(i, j int) bool {
+		a, b := r.RecvByCause[names[i]], r.RecvByCause[names[j]]
+		return a > b || a == b && names[i] < names[j]
+	})
+	parts := make([]string, 0, len(names))
+	for _, c := range names {
+		if n := r.RecvByCause[c]; n != 0 {
+			parts = append(parts, c+" "+strconv.FormatFloat(ratio(n, r.Rounds), 'f', -1, 64))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // CyclesPerRTT is the mean round trip in guest TSC cycles.
@@ -103,7 +150,7 @@ func (t *RTTTable) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
 			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), vs, num(r.SenderPerRTT()),
-			num(r.RecvPerRTT()), r.RecvCauses, floor, over, r.Polls, r.PollHits, r.PolledPerRTT())
+			num(r.RecvPerRTT()), r.RecvCauses(), floor, over, r.Polls, r.PollHits, r.PolledPerRTT())
 	}
 }
 
@@ -118,7 +165,7 @@ func (t *RTTTable) WriteCSV(w io.Writer) error {
 	for _, r := range t.Rows {
 		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
 			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
-			f(r.RecvPerRTT()), r.RecvCauses, f(t.AtFloor(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
+			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
 	}
 	cw.Flush()
 	return cw.Error()

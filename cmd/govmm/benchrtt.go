@@ -16,12 +16,17 @@ import (
 	"github.com/govmm/govmm/vmm"
 )
 
-var rttBenchNote = `Each case is one run of rtt.elf on 2 vCPUs: the BSP sends an IPI to APIC
-ID 1, whose handler EOIs and acknowledges in memory; the BSP spins until it
-sees it. Cycles are the guest's TSC from before the send to the
-acknowledgement seen, the mean over the section; "vs poll off" is that mean
-over the same case's with halt polling off, measured in the same run (times
-on this machine compare only side by side). A **halted** receiver waits in
+var rttBenchNote = `Each case is --reps runs of rtt.elf on 2 vCPUs, merged: the BSP sends an
+IPI to APIC ID 1, whose handler EOIs and acknowledges in memory; the BSP
+spins until it sees it. Cycles are the guest's TSC from before the send to
+the acknowledgement seen, the mean over all round trips of the case; "vs
+poll off" is that mean over the same case's with halt polling off, the runs
+with it on and off alternating in one run of the benchmark (times on this
+machine compare only side by side). "Its exits at the floor" is what the
+round trip's exits (sender's and receiver's) would cost under the minimal C
+VMM, measured in the same run; the rest of a round trip is the guest's own
+instructions (interrupt delivery, handler, the sender's loop) and govmm's
+wake-up and hand-off. A **halted** receiver waits in
 HLT between IPIs (the wake-up path: its HLT exit, then its thread asleep or
 polling); a **spinning** one runs guest code with IF=1 (the kick path).
 Between round trips the BSP waits gap cycles, so the receiver is back in
@@ -33,7 +38,7 @@ poll saw the wake-up, "µs polled" the host time its thread spent polling.`
 // rttBench is one 'govmm bench-rtt' configuration.
 type rttBench struct {
 	modes, deliveries []string
-	rounds, gap       int
+	rounds, gap, reps int
 	poll              time.Duration
 	guest             []byte
 	floor             *floorBench // measures the exit floor; nil: not measured
@@ -58,23 +63,30 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintf(b.progress, "floor: %.0f cycles per x2APIC MSR write exit (minimal C VMM)\n", tab.FloorPerExit)
 	}
-	total, i := len(b.modes)*len(b.deliveries)*2, 0
+	total, i := len(b.modes)*len(b.deliveries)*2*b.reps, 0
 	for _, m := range b.modes {
 		for _, del := range b.deliveries {
-			for _, poll := range []bool{true, false} { // side by side: each pair in turn
-				i++
-				rows, err := b.one(m, del, poll)
-				if err != nil {
-					return 0, fmt.Errorf("%s, %s, halt poll %s: %w", m, del, onOff(poll), err)
+			// Side by side: the runs with polling on and off alternate,
+			// reps times, and each case's runs merge into one row.
+			var merged [2][2]benchreport.RTTRow // [poll on, off][halted, spinning]
+			for range b.reps {
+				for p, poll := range []bool{true, false} {
+					i++
+					rows, err := b.one(m, del, poll)
+					if err != nil {
+						return 0, fmt.Errorf("%s, %s, halt poll %s: %w", m, del, onOff(poll), err)
+					}
+					merged[p][0].Add(rows[0])
+					merged[p][1].Add(rows[1])
+					fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
+						i, total, m, del, onOff(poll), rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
 				}
-				tab.Rows = append(tab.Rows, rows...)
-				fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
-					i, total, m, del, onOff(poll), rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
 			}
+			tab.Rows = append(tab.Rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
 		}
 	}
-	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
-		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.gap, b.poll,
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --reps %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
+		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.reps, b.gap, b.poll,
 		time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), rttBenchNote)
 	return 0, writeBenchTable(out, tab, stdout)
 }
@@ -86,7 +98,8 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	modeList := fs.String("modes", "xapic-phys,x2apic-phys,x2apic-cluster,pv",
 		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
 	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi, avic")
-	rounds := fs.Int("rounds", 200, "round trips per section (rtt.elf rounds=)")
+	rounds := fs.Int("rounds", 500, "round trips per section (rtt.elf rounds=)")
+	reps := fs.Int("reps", 3, "runs of each case, halt polling on and off alternating; a case's runs merge into its row")
 	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")
 	poll := fs.Duration("halt-poll", vmm.DefaultHaltPoll, "the halt-polling bound of the runs with polling on")
 	guest := fs.String("guest", rttGuestPath(), "the rtt.elf guest")
@@ -97,9 +110,9 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	if err := parseNoArgs(fs, args); err != nil {
 		return nil, "", err
 	}
-	b := &rttBench{rounds: *rounds, gap: *gap, poll: *poll, timeout: *timeout, progress: stderr}
-	if b.rounds < 1 || b.gap < 0 || b.poll <= 0 {
-		return nil, "", fmt.Errorf("--rounds must be at least 1, --gap at least 0 and --halt-poll above 0")
+	b := &rttBench{rounds: *rounds, gap: *gap, reps: *reps, poll: *poll, timeout: *timeout, progress: stderr}
+	if b.rounds < 1 || b.reps < 1 || b.gap < 0 || b.poll <= 0 {
+		return nil, "", fmt.Errorf("--rounds and --reps must be at least 1, --gap at least 0 and --halt-poll above 0")
 	}
 	var err error
 	if b.modes, err = parseIPIModes(*modeList); err != nil {
@@ -164,7 +177,12 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 		r.MaxCycles, _ = strconv.ParseUint(m[5], 10, 64)
 		bsp, recv := sec.CPUs[0], sec.CPUs[1]
 		r.SenderExits, r.RecvExits = bsp.Total(), recv.Total()
-		r.RecvCauses = byCause(recv, r.Rounds, func(accounting.Cause) bool { return true })
+		r.RecvByCause = map[string]uint64{}
+		for c, n := range recv.Exits {
+			if n != 0 {
+				r.RecvByCause[accounting.Cause(c).String()] = n
+			}
+		}
 		r.Kicks = recv.Exits[accounting.CauseKick] + recv.Exits[accounting.CauseKickSpurious]
 		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
 		rows = append(rows, r)

@@ -26,7 +26,7 @@ func TestBenchRTT(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20",
+	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20", "--reps", "1",
 		"--guest", guest, "--out", out}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("bench-rtt exited %d:\n%s", status, stderr.String())
