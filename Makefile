@@ -23,6 +23,9 @@ all: build guests
 # and bzip2 make the kernel-payload round trips the loader tests check.
 BUILD_DEBS := gcc binutils make
 TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2 libc6-dev linux-libc-dev
+# BENCH_DEBS are the benchmarks' alone: QEMU runs bench-rtt's guest under
+# KVM's in-kernel LAPIC, the reference its round trips are compared with.
+BENCH_DEBS := qemu-system-x86
 
 # install-missing installs those of the packages $(1) that are missing,
 # then touches the target (a stamp under $(CACHE)).
@@ -162,8 +165,11 @@ bench-ipi: build guests
 # round trips and halt polling"): modes x delivery paths, halted and
 # spinning receiver, halt polling on and off side by side. BENCH_RTT_FLAGS
 # adds flags (e.g. --rounds 2000 --gap 20000).
-bench-rtt: build guests
+bench-rtt: build guests floorvmm $(CACHE)/.bench-deps
 	@$(BIN) bench-rtt --out $(CACHE)/bench-rtt $(BENCH_RTT_FLAGS)
+
+$(CACHE)/.bench-deps: Makefile
+	$(call install-missing,$(BENCH_DEBS))
 
 # The cost of one exit under govmm over the floor of a minimal C VMM
 # (README's "The exit floor"): a port read, an MMIO read and an x2APIC MSR

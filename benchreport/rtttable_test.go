@@ -34,7 +34,7 @@ func TestRTTRowsMerge(t *testing.T) {
 	}
 	var b strings.Builder
 	tab.WriteMarkdown(&b)
-	if !strings.Contains(b.String(), "| x2apic-phys | plain | halted | on | 20 | 150 | 0.50 | 1 | 2 | hlt 1, msr_x2apic_eoi_write 1 | 30 | 5.00 | 20 (12) | 3.0 |") {
+	if !strings.Contains(b.String(), "| x2apic-phys | plain | halted | on | 20 | 150 | 0.50 | 1 | 2 | hlt 1, msr_x2apic_eoi_write 1 | 30 | 5.00 |  | 20 (12) | 3.0 |") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -42,6 +44,8 @@ type rttBench struct {
 	poll              time.Duration
 	guest             []byte
 	floor             *floorBench // measures the exit floor; nil: not measured
+	qemu              string      // QEMU, for the in-kernel LAPIC reference; "": none
+	guestPath         string
 	timeout           time.Duration
 	progress          io.Writer
 }
@@ -84,6 +88,20 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 			tab.Rows = append(tab.Rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
 		}
+		if b.qemu != "" && m != "pv" { // QEMU has no govmm PV send-IPI
+			var ref [2]benchreport.RTTRow
+			for range b.reps {
+				rows, err := b.underQEMU(m)
+				if err != nil {
+					return 0, fmt.Errorf("%s under QEMU: %w", m, err)
+				}
+				ref[0].Add(rows[0])
+				ref[1].Add(rows[1])
+			}
+			fmt.Fprintf(b.progress, "%s under KVM's in-kernel LAPIC (QEMU): halted %.0f cycles/RT, spinning %.0f\n",
+				m, ref[0].CyclesPerRTT(), ref[1].CyclesPerRTT())
+			tab.Rows = append(tab.Rows, ref[0], ref[1])
+		}
 	}
 	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --reps %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
 		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.reps, b.gap, b.poll,
@@ -103,6 +121,7 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")
 	poll := fs.Duration("halt-poll", vmm.DefaultHaltPoll, "the halt-polling bound of the runs with polling on")
 	guest := fs.String("guest", rttGuestPath(), "the rtt.elf guest")
+	qemu := fs.String("qemu", "qemu-system-x86_64", "QEMU, to run the same guest under KVM's in-kernel LAPIC for reference (only if found; \"\" for none)")
 	floorVMM := fs.String("floor", floorVMMPath(), "the minimal C VMM whose exit cost is the floor column ('make floorvmm'); \"\" for none")
 	blob := fs.String("blob", floorBlobPath(), "the floor loop for the C VMM ('make guests')")
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
@@ -124,6 +143,14 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
 	}
+	b.guestPath = *guest
+	if *qemu != "" {
+		if p, err := exec.LookPath(*qemu); err == nil {
+			b.qemu = p
+		} else {
+			fmt.Fprintf(stderr, "bench-rtt: no %s (%v): no in-kernel LAPIC reference ('make bench-rtt' installs qemu-system-x86)\n", *qemu, err)
+		}
+	}
 	if *floorVMM != "" {
 		if b.floor, err = newFloorBench(*floorVMM, *blob, "/dev/kvm", 5000); err != nil {
 			return nil, "", err
@@ -133,6 +160,50 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 }
 
 var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)`)
+
+// underQEMU runs rtt.elf in mode under QEMU with KVM's in-kernel irqchip
+// (its default), 2 vCPUs, and returns its halted and spinning rows: the
+// round trip where KVM itself delivers the IPI, halts and wakes the vCPUs
+// (with KVM's own halt polling). rtt.elf reads QEMU's fw_cfg and exits
+// through isa-debug-exit, as under govmm.
+func (b *rttBench) underQEMU(mode string) ([]benchreport.RTTRow, error) {
+	guest := ipiBenchModes[mode]
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.qemu, "-accel", "kvm", "-cpu", "host", "-smp", "2", "-m", "128",
+		"-nographic", "-nodefaults", "-serial", "stdio", "-no-reboot", "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+		"-kernel", b.guestPath, "-append", fmt.Sprintf("mode=%s rounds=%d gap=%d", guest, b.rounds, b.gap))
+	out, _ := cmd.CombinedOutput() // isa-debug-exit makes the exit status odd: the console says
+	log := string(out)
+	if !strings.Contains(log, "PASS rtt") {
+		return nil, fmt.Errorf("rtt.elf did not pass under QEMU; its console:\n%s", log)
+	}
+	return rttRows(log, func(int) (benchreport.RTTRow, error) {
+		return benchreport.RTTRow{Mode: mode, GuestMode: guest, Delivery: benchreport.KVMLAPIC, HaltPoll: "kvm"}, nil
+	})
+}
+
+// rttRows reads rtt.elf's round-trip lines from its console into rows,
+// halted then spinning; row gives each its case and counts (section 1, 2).
+func rttRows(log string, row func(section int) (benchreport.RTTRow, error)) ([]benchreport.RTTRow, error) {
+	var rows []benchreport.RTTRow
+	for i, m := range reRTT.FindAllStringSubmatch(log, -1) {
+		r, err := row(i + 1)
+		if err != nil {
+			return nil, err
+		}
+		r.Receiver = m[1]
+		r.Rounds, _ = strconv.ParseUint(m[2], 10, 64)
+		r.Cycles, _ = strconv.ParseUint(m[3], 16, 64)
+		r.MinCycles, _ = strconv.ParseUint(m[4], 10, 64)
+		r.MaxCycles, _ = strconv.ParseUint(m[5], 10, 64)
+		rows = append(rows, r)
+	}
+	if len(rows) != 2 || rows[0].Receiver != "halted" || rows[1].Receiver != "spinning" {
+		return nil, fmt.Errorf("rtt.elf printed %d round-trip lines, want halted then spinning; its console:\n%s", len(rows), log)
+	}
+	return rows, nil
+}
 
 // one runs rtt.elf once and returns its halted and spinning rows.
 func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, error) {
@@ -164,17 +235,12 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	for _, s := range vm.Accounting().Sections() {
 		secs[s.ID] = s
 	}
-	var rows []benchreport.RTTRow
-	for i, m := range reRTT.FindAllStringSubmatch(log, -1) {
-		sec, ok := secs[i+1]
+	return rttRows(log, func(section int) (benchreport.RTTRow, error) {
+		sec, ok := secs[section]
 		if !ok || len(sec.CPUs) != 2 {
-			return nil, fmt.Errorf("govmm recorded no section %d", i+1)
+			return benchreport.RTTRow{}, fmt.Errorf("govmm recorded no section %d", section)
 		}
-		r := benchreport.RTTRow{Mode: mode, GuestMode: guest, Delivery: delivery, Receiver: m[1], HaltPoll: onOff(poll)}
-		r.Rounds, _ = strconv.ParseUint(m[2], 10, 64)
-		r.Cycles, _ = strconv.ParseUint(m[3], 16, 64)
-		r.MinCycles, _ = strconv.ParseUint(m[4], 10, 64)
-		r.MaxCycles, _ = strconv.ParseUint(m[5], 10, 64)
+		r := benchreport.RTTRow{Mode: mode, GuestMode: guest, Delivery: delivery, HaltPoll: onOff(poll)}
 		bsp, recv := sec.CPUs[0], sec.CPUs[1]
 		r.SenderExits, r.RecvExits = bsp.Total(), recv.Total()
 		r.RecvByCause = map[string]uint64{}
@@ -185,10 +251,6 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 		}
 		r.Kicks = recv.Exits[accounting.CauseKick] + recv.Exits[accounting.CauseKickSpurious]
 		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
-		rows = append(rows, r)
-	}
-	if len(rows) != 2 || rows[0].Receiver != "halted" || rows[1].Receiver != "spinning" {
-		return nil, fmt.Errorf("rtt.elf printed %d round-trip lines, want halted then spinning; its console:\n%s", len(rows), log)
-	}
-	return rows, nil
+		return r, nil
+	})
 }

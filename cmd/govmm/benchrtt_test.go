@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/govmm/govmm/benchreport"
 )
 
 // TestBenchRTT runs 'govmm bench-rtt' in xAPIC and x2APIC physical mode,
@@ -26,7 +28,7 @@ func TestBenchRTT(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20", "--reps", "1",
+	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20", "--reps", "1", "--qemu", "",
 		"--guest", guest, "--out", out}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("bench-rtt exited %d:\n%s", status, stderr.String())
@@ -90,5 +92,23 @@ func TestBenchRTT(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "| x2apic-phys | avic | spinning | on | 20 |") {
 		t.Errorf("table on stdout lacks the x2apic-phys avic spinning line:\n%s", stdout.String())
+	}
+}
+
+// TestRTTRowsFromConsole: the round-trip lines rtt.elf prints (under govmm
+// or QEMU) become the halted and spinning rows; anything else is an error.
+func TestRTTRowsFromConsole(t *testing.T) {
+	log := "ok 2 cpus up\n# rtt receiver=halted mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x017d78400 cycles_min=300000 cycles_max=900000\n" +
+		"# rtt receiver=spinning mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x0bebc200 cycles_min=200000 cycles_max=700000\nPASS rtt\n"
+	rows, err := rttRows(log, func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{Delivery: benchreport.KVMLAPIC}, nil })
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("rows %+v, %v", rows, err)
+	}
+	if rows[0].Receiver != "halted" || rows[0].Rounds != 200 || rows[0].Cycles != 400000000 || rows[0].MinCycles != 300000 ||
+		rows[1].Receiver != "spinning" || rows[1].Cycles != 200000000 || rows[1].MaxCycles != 700000 || rows[1].Delivery != benchreport.KVMLAPIC {
+		t.Errorf("rows %+v", rows)
+	}
+	if _, err := rttRows("PASS rtt\n", func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{}, nil }); err == nil {
+		t.Error("a console without round-trip lines gave rows")
 	}
 }
