@@ -32,12 +32,12 @@ type RTTRow struct {
 	// RecvByCause is the receiver's exits by cause name (RecvCauses
 	// writes them per round trip).
 	RecvByCause map[string]uint64
-	Reps        int // runs merged into the row (Add)
-	Kicks      uint64 // kicks the receiver took (kick exits)
-	Wakeups    uint64 // times the receiver left HLT
-	Polls      uint64 // the receiver's halts that polled
-	PollHits   uint64 // of which the poll saw the wake-up
-	PollNanos  uint64 // host time the receiver's thread spent polling
+	Reps        int    // runs merged into the row (Add)
+	Kicks       uint64 // kicks the receiver took (kick exits)
+	Wakeups     uint64 // times the receiver left HLT
+	Polls       uint64 // the receiver's halts that polled
+	PollHits    uint64 // of which the poll saw the wake-up
+	PollNanos   uint64 // host time the receiver's thread spent polling
 }
 
 // Add merges o, another run of the same case, into r: counts add up,
