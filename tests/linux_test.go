@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,8 +258,10 @@ func tail(s string, n int) string {
 // its LAPIC timer one-shot (TMICT writes) and must reach the shell all the
 // same (make boot-no-tsc-deadline does all four modes).
 func TestBootGovmmKernelPV(t *testing.T) {
-	noTSCDeadline := func(c *vmm.Config) { c.TSCDeadline = hostprobe.Off }
-	lr := bootLinuxEdit(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true, noTSCDeadline,
+	// Also halt polling, as govmm boot has it by default: Linux's idle
+	// halts and its IPIs' wake-ups run through the poll.
+	edit := func(c *vmm.Config) { c.TSCDeadline, c.HaltPoll = hostprobe.Off, vmm.DefaultHaltPoll }
+	lr := bootLinuxEdit(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true, edit,
 		linuxguest.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
 			"ipibench -storm -n 200", `govmm counted \d+ IPIs`)...)
 	vm := lr.vm
@@ -276,6 +279,13 @@ func TestBootGovmmKernelPV(t *testing.T) {
 	}
 	t.Logf("IPIs sent by kind: %v; %d PV EOIs, %d EOI exits, %d injections", r.Total.IPISent, r.Total.PVEOIs,
 		r.Total.ByCause["msr_x2apic_eoi_write"], r.Total.Injected)
+	if runtime.NumCPU() >= 2 {
+		if r.HaltPoll == "" || strings.HasPrefix(r.HaltPoll, "off") || r.Total.HaltPolls == 0 {
+			t.Errorf("halt polling %q: %d halts polled", r.HaltPoll, r.Total.HaltPolls)
+		}
+		t.Logf("halt polling (%s): %d of %d wake-ups polled, %d hits, %v polled", r.HaltPoll, r.Total.HaltPolls,
+			r.Total.Wakeups, r.Total.HaltPollHits, time.Duration(r.Total.HaltPollNanos))
+	}
 }
 
 // TestBootDebianKernel boots Debian's stock cloud kernel in the three modes
