@@ -158,7 +158,7 @@ func writeLatency(w io.Writer, rs []LatencyReport) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "IPI latency from the sender's exit, by stage and destination kind (us; quantiles are bucket bounds, within 2x)")
+	fmt.Fprintln(w, "IPI latency from the send (its ICR write or PV send-IPI served), by stage and destination kind (us; quantiles are bucket bounds, within 2x)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  stage\tkind\tIPIs\tmean\tp50\tp90\tp99\t")
 	us := func(ns uint64) string { return strconv.FormatFloat(float64(ns)/1e3, 'f', 1, 64) }

@@ -66,7 +66,7 @@ func TestLatencyReport(t *testing.T) {
 	}
 	var s strings.Builder
 	rep.WriteTable(&s)
-	if !strings.Contains(s.String(), "IPI latency from the sender's exit") || !strings.Contains(s.String(), "accepted") {
+	if !strings.Contains(s.String(), "IPI latency from the send") || !strings.Contains(s.String(), "accepted") {
 		t.Errorf("text report lacks the latency table:\n%s", s.String())
 	}
 }

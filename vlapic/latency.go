@@ -132,7 +132,7 @@ func (a *LAPIC) PendingTag(v uint8) (tag uint8, ok bool) {
 
 // stampWithdrawnLocked puts v's stamp back to pending when an injection
 // is taken back (Unacknowledge): it is injected again later, and its
-// latency then still runs from the sender's exit.
+// latency then still runs from the send.
 func (a *LAPIC) stampWithdrawnLocked(v uint8) {
 	if a.lat == nil {
 		return
