@@ -119,7 +119,7 @@ type Message struct {
 	Shorthand Shorthand
 	Dest      uint32
 	Source    int // index of the sending CPU for shorthands; -1 for devices
-	// Stamp is the time of the sender's exit and its latency tag, for the
+	// Stamp is the time the IPI was sent and its latency tag, for the
 	// Bus's LatencyObserver (latency.go); 0: not measured.
 	Stamp Stamp
 }
