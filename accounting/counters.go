@@ -62,6 +62,15 @@ func (v *VCPU) Withdraw(vector uint8) {
 	v.Withdrawn.Add(1)
 }
 
+// ChargeIPI counts one exit of this vCPU to the IPI with latency tag tag,
+// whose value is the IPI's destination kind (vmm/latency.go); any other
+// tag charges nothing.
+func (v *VCPU) ChargeIPI(tag uint8) {
+	if tag < uint8(NumIPIKinds) {
+		v.IPIRecvExits[tag].Add(1)
+	}
+}
+
 // Exit counts one exit of cause c.
 func (v *VCPU) Exit(c Cause) { v.Exits[c].Add(1) }
 

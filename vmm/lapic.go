@@ -95,8 +95,8 @@ func syncKVMAPICBase(v exitbus.VCPU, val uint64) error {
 // an EOI write that ended an IPI to that IPI's kind (the latency tag is
 // the kind, vmm/latency.go).
 func (vm *VM) countIPI(cpu int, e vlapic.Effect, x2apic bool) {
-	if e.Ended != 0 && e.Ended.Tag() < uint8(accounting.NumIPIKinds) {
-		vm.acct.CPUs[cpu].IPIRecvExits[e.Ended.Tag()].Add(1)
+	if e.Ended != 0 {
+		vm.acct.CPUs[cpu].ChargeIPI(e.Ended.Tag())
 	}
 	if !e.IPI {
 		return
