@@ -11,9 +11,9 @@ import (
 
 // haltTwice runs one vCPU that halts twice under policy p: the first halt
 // (the window is still 0: it sleeps) ends with an IPI after first; the
-// second with one sent once the thread polls (or, when it never polls,
-// after second). It returns the vCPU's counters.
-func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration) *accounting.VCPU {
+// second with one sent second after it halts, or, with waitPoll, second
+// after its poll began. It returns the vCPU's counters.
+func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration, waitPoll bool) *accounting.VCPU {
 	t.Helper()
 	r := newRig(t, 1)
 	r.haltPoll = p
@@ -36,6 +36,12 @@ func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration) *ac
 	if a.HaltPollHits.Load() != 0 {
 		t.Fatalf("the first halt was a poll hit: its window was 0")
 	}
+	for waitPoll && a.HaltPolls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second halt did not poll")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 	time.Sleep(second)
 	r.deliver(0, 0x55) // above 0x45, still in service (no EOI)
 	wait()
@@ -51,7 +57,7 @@ func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration) *ac
 // without polling.
 func TestHaltPollHit(t *testing.T) {
 	p := haltpoll.Policy{Max: 4 * time.Second, GrowStart: 2 * time.Second, Grow: 2}
-	a := haltTwice(t, p, 10*time.Millisecond, 20*time.Millisecond)
+	a := haltTwice(t, p, 10*time.Millisecond, 20*time.Millisecond, true)
 	if a.HaltPolls.Load() != 1 || a.HaltPollHits.Load() != 1 {
 		t.Errorf("%d polls, %d hits; want 1 and 1", a.HaltPolls.Load(), a.HaltPollHits.Load())
 	}
@@ -66,7 +72,7 @@ func TestHaltPollHit(t *testing.T) {
 // window, to GrowStart: Grow 1 keeps it there.)
 func TestHaltPollMiss(t *testing.T) {
 	p := haltpoll.Policy{Max: 10 * time.Second, GrowStart: 2 * time.Millisecond, Grow: 1}
-	a := haltTwice(t, p, time.Millisecond, 50*time.Millisecond)
+	a := haltTwice(t, p, time.Millisecond, 50*time.Millisecond, false)
 	if a.HaltPolls.Load() != 1 || a.HaltPollHits.Load() != 0 {
 		t.Errorf("%d polls, %d hits; want 1 and 0", a.HaltPolls.Load(), a.HaltPollHits.Load())
 	}
@@ -78,7 +84,7 @@ func TestHaltPollMiss(t *testing.T) {
 // With polling off (the zero Policy, or Max 0) a halt never polls.
 func TestHaltPollOff(t *testing.T) {
 	for _, p := range []haltpoll.Policy{{}, haltpoll.KVM.WithMax(0)} {
-		a := haltTwice(t, p, time.Millisecond, time.Millisecond)
+		a := haltTwice(t, p, time.Millisecond, time.Millisecond, false)
 		if a.HaltPolls.Load() != 0 || a.HaltPollHits.Load() != 0 || a.HaltPollNanos.Load() != 0 {
 			t.Errorf("policy %+v: %d polls, %d hits, %d ns; want none", p, a.HaltPolls.Load(), a.HaltPollHits.Load(), a.HaltPollNanos.Load())
 		}

@@ -387,8 +387,8 @@ func (v *VCPU) chargeIPI(fixed bool, vec uint8) {
 	if !fixed {
 		return
 	}
-	if tag, ok := v.lapic.PendingTag(vec); ok && tag < uint8(accounting.NumIPIKinds) {
-		v.acct.IPIRecvExits[tag].Add(1)
+	if tag, ok := v.lapic.PendingTag(vec); ok {
+		v.acct.ChargeIPI(tag)
 	}
 }
 
@@ -431,12 +431,15 @@ func (v *VCPU) pollWake(start int64) bool {
 	if win <= 0 {
 		return false
 	}
-	v.acct.HaltPolls.Add(1)
 	t0 := v.clock.Now()
+	v.acct.HaltPolls.Add(1) // after t0: whoever sees the poll counted sees it timed from before
 	stop, now := start+int64(win), t0
 	for len(v.wake) == 0 && now < stop {
 		now = v.clock.Now()
 	}
+	// The poll's end is now, not the loop's last clock read: a thread
+	// descheduled between that read and the signal polled until now.
+	now = v.clock.Now()
 	v.acct.HaltPollNanos.Add(uint64(max(now-t0, 0)))
 	select {
 	case <-v.wake:
