@@ -52,6 +52,16 @@ const (
 	CauseMMIOIOMMURead
 	CauseMMIOIOMMUWrite
 	CauseMMIOOther
+	// PCI (package pci): configuration space through 0xCF8/0xCFC and ECAM,
+	// MSI-X table and PBA accesses, any other BAR register; virtio's
+	// notify writes that reached user space (no ioeventfd) and its other
+	// transport registers (common, ISR, device configuration).
+	CausePIOPCIConfig
+	CauseMMIOPCIConfig
+	CauseMMIOMSIXTable
+	CausePCIBAR
+	CauseVirtioNotify
+	CauseVirtioConfig
 	CauseSyscallDoorbell       // a guest SYSCALL completed by govmm (package pvsyscall)
 	CauseSyscallDoorbellForged // any other access to the doorbell page: #GP(0) from CPL3, else ignored
 	CauseHLT
@@ -111,6 +121,12 @@ var fixedCauses = [NumCauses]struct {
 	CauseMMIOIOMMURead:         {"mmio_iommu_read", ClassIOMMU},
 	CauseMMIOIOMMUWrite:        {"mmio_iommu_write", ClassIOMMU},
 	CauseMMIOOther:             {"mmio_other", ClassOther},
+	CausePIOPCIConfig:          {"pio_pci_config", ClassPCI},
+	CauseMMIOPCIConfig:         {"mmio_pci_config", ClassPCI},
+	CauseMMIOMSIXTable:         {"mmio_msix_table", ClassPCI},
+	CausePCIBAR:                {"pci_bar", ClassPCI},
+	CauseVirtioNotify:          {"virtio_notify", ClassVirtio},
+	CauseVirtioConfig:          {"virtio_config", ClassVirtio},
 	CauseSyscallDoorbell:       {"syscall_doorbell", ClassDoorbell},
 	CauseSyscallDoorbellForged: {"syscall_doorbell_forged", ClassDoorbell},
 	CauseHLT:                   {"hlt", ClassHLT},

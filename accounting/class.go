@@ -31,6 +31,11 @@ const (
 	ClassPIO
 	ClassIOAPIC
 	ClassIOMMU
+	// ClassPCI: PCI configuration space, MSI-X tables and other BAR
+	// registers that are not virtio's.
+	ClassPCI
+	// ClassVirtio: virtio transport registers, notifies that exited.
+	ClassVirtio
 	ClassHLT
 	ClassIRQWindow
 	// ClassKick: KVM_RUN interrupted by a kick that brought work.
@@ -49,7 +54,7 @@ const (
 )
 
 var classNames = [NumClasses]string{"icr", "self_ipi", "pv_send_ipi", "eoi", "apic_other", "pio",
-	"ioapic", "iommu", "hlt", "irq_window", "kick", "kick_spurious", "recover", "doorbell", "other"}
+	"ioapic", "iommu", "pci", "virtio", "hlt", "irq_window", "kick", "kick_spurious", "recover", "doorbell", "other"}
 
 func (c Class) String() string {
 	if c < NumClasses {

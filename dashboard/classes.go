@@ -18,6 +18,8 @@ const (
 	classPIO
 	classIOAPIC
 	classIOMMU
+	classPCI
+	classVirtio
 	classHLT
 	classIRQWindow
 	classKick
@@ -27,7 +29,7 @@ const (
 )
 
 var classNames = [numClasses]string{classICR: "icr", classPVIPI: "pv_send_ipi", classEOI: "eoi",
-	classAPICOther: "apic_other", classPIO: "pio", classIOAPIC: "ioapic", classIOMMU: "iommu", classHLT: "hlt",
+	classAPICOther: "apic_other", classPIO: "pio", classIOAPIC: "ioapic", classIOMMU: "iommu", classPCI: "pci", classVirtio: "virtio", classHLT: "hlt",
 	classIRQWindow: "irq_window", classKick: "kick", classRecover: "recover", classOther: "other"}
 
 func (c class) String() string { return classNames[c] }
@@ -45,6 +47,8 @@ var ofAccounting = [accounting.NumClasses]class{
 	accounting.ClassPIO:          classPIO,
 	accounting.ClassIOAPIC:       classIOAPIC,
 	accounting.ClassIOMMU:        classIOMMU,
+	accounting.ClassPCI:          classPCI,
+	accounting.ClassVirtio:       classVirtio,
 	accounting.ClassHLT:          classHLT,
 	accounting.ClassIRQWindow:    classIRQWindow,
 	accounting.ClassKick:         classKick,
