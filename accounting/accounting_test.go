@@ -398,3 +398,51 @@ func rawJSON(t *testing.T, r Report) (reportJSON, []byte) {
 	}
 	return raw, buf.Bytes()
 }
+
+// TestDeviceIRQs: deliveries are kept per vector and CPU, held and refused
+// messages beside them, vectors that never signalled left out of the
+// report, and out-of-range counts ignored rather than misfiled.
+func TestDeviceIRQs(t *testing.T) {
+	d := NewDeviceIRQs("virtio-blk", "00:02.0", 3, 2)
+	d.Labels = []string{"config", "queue 0", "queue 1"}
+	d.Held = func(v int) (uint64, uint64) {
+		if v == 2 {
+			return 4, 1
+		}
+		return 0, 0
+	}
+	d.Delivered(1, 0)
+	d.Delivered(1, 1)
+	d.Delivered(1, 1)
+	d.Delivered(2, 1)
+	d.Refused(2)
+	d.Delivered(3, 0) // no such vector
+	d.Delivered(1, 2) // no such CPU
+	d.Refused(-1)
+	r := d.Report()
+	if len(r.Vectors) != 2 || r.Vectors[0].Vector != 1 || r.Vectors[1].Vector != 2 {
+		t.Fatalf("reported vectors %+v, want 1 and 2 (0 never signalled)", r.Vectors)
+	}
+	v1, v2 := r.Vectors[0], r.Vectors[1]
+	if v1.Delivered != 3 || v1.ByCPU[0] != 1 || v1.ByCPU[1] != 2 || v1.Label != "queue 0" {
+		t.Errorf("vector 1: %+v, want 3 delivered, cpu0=1 cpu1=2, label queue 0", v1)
+	}
+	if v2.Delivered != 1 || v2.Refused != 1 || v2.Pended != 4 || v2.Dropped != 1 {
+		t.Errorf("vector 2: %+v, want delivered 1, refused 1, pended 4, dropped 1", v2)
+	}
+	if r.Total() != 4 {
+		t.Errorf("total %d, want 4", r.Total())
+	}
+	vm := NewVM(2)
+	vm.Devices = []*DeviceIRQs{d}
+	if rep := vm.Report(); len(rep.Devices) != 1 || rep.Devices[0].Total() != 4 {
+		t.Errorf("VM report devices %+v, want the one device with 4 deliveries", rep.Devices)
+	}
+	var b strings.Builder
+	WriteDeviceTable(&b, []DeviceReport{r})
+	for _, want := range []string{"00:02.0 virtio-blk   vector 1  queue 0           3: cpu0=1 cpu1=2", "(pended 4, dropped 1, refused 1)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}

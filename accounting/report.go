@@ -24,6 +24,8 @@ type Report struct {
 	// (Latencies), by stage then destination kind.
 	Latency  []LatencyReport   `json:"ipi_latency,omitempty"`
 	KVMStats map[string]uint64 `json:"kvm_stats,omitempty"`
+	// Devices is each PCI device's MSI-X interrupts per vector and CPU.
+	Devices []DeviceReport `json:"devices,omitempty"`
 }
 
 // CPUReport is one vCPU's (or the total's) counters.
@@ -103,6 +105,9 @@ func (a *VM) Report() Report {
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
 	r.Platform = a.Platform.Report()
 	r.Latency = a.Latency.Report()
+	for _, d := range a.Devices {
+		r.Devices = append(r.Devices, d.Report())
+	}
 	for _, s := range a.Sections() {
 		sr := SectionReport{ID: s.ID}
 		sr.CPUs, sr.Total = cpuReports(s.CPUs)

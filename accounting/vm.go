@@ -18,6 +18,10 @@ type VM struct {
 	// Latency is the IPI latency histograms (observed from the LAPICs'
 	// latency stamps, vlapic.LatencyObserver).
 	Latency Latencies
+	// Devices are the PCI devices' interrupt counters, one per device
+	// with MSI-X; set before the vCPUs run, read-only from then on (the
+	// counters inside are atomics).
+	Devices []*DeviceIRQs
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int

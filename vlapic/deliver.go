@@ -12,15 +12,23 @@ package vlapic
 // those enabled to take it; ties go to the one that has won the fewest
 // lowest-priority interrupts so far (so equal-priority CPUs share the load,
 // like KVM's arbitration counter), then to the first in destination order.
-func (b *Bus) Deliver(m Message) int {
+func (b *Bus) Deliver(m Message) int { return b.DeliverObserved(m, nil) }
+
+// DeliverObserved is Deliver that also calls accepted(cpu) for each LAPIC
+// that accepted m (nil: none), after that LAPIC's lock is dropped: device
+// interrupts are accounted per destination CPU.
+func (b *Bus) DeliverObserved(m Message, accepted func(cpu int)) int {
 	if m.Delivery == LowestPriority {
-		return b.deliverLowest(&m)
+		return b.deliverLowest(&m, accepted)
 	}
 	n := 0
 	b.forTargets(&m, func(a *LAPIC) {
 		acc, notify := a.accept(&m)
 		if acc {
 			n++
+			if accepted != nil {
+				accepted(a.cpu)
+			}
 		}
 		if notify {
 			b.sink.Notify(a.cpu)
@@ -29,7 +37,7 @@ func (b *Bus) Deliver(m Message) int {
 	return n
 }
 
-func (b *Bus) deliverLowest(m *Message) int {
+func (b *Bus) deliverLowest(m *Message, accepted func(cpu int)) int {
 	var best *LAPIC
 	var bestPPR uint32
 	var bestWins uint64
@@ -50,10 +58,13 @@ func (b *Bus) deliverLowest(m *Message) int {
 	if notify {
 		b.sink.Notify(best.cpu)
 	}
-	if acc {
-		return 1
+	if !acc {
+		return 0
 	}
-	return 0
+	if accepted != nil {
+		accepted(best.cpu)
+	}
+	return 1
 }
 
 // accept is the target side of a delivery, as KVM's __apic_accept_irq: it
