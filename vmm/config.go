@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/govmm/govmm/accounting"
@@ -112,6 +113,35 @@ type Config struct {
 	// stall dump); nil reads them from Kernel when it is an ELF image with
 	// a symbol table (a vmlinux, the bare-metal guests).
 	Symbols *ksyms.Table
+	// Disk is the raw image behind a virtio-blk device on the PCI bus,
+	// one queue (and MSI-X vector) per vCPU; no Path: no disk.
+	Disk Disk
+	// VirtioConsole adds a virtio console (Linux's hvc0) on the PCI bus.
+	// Its output goes to Console like the serial port's (early boot
+	// messages stay on the serial port until the guest's driver is up),
+	// and ConsoleInput goes to it instead of the serial port.
+	VirtioConsole bool
+}
+
+// Disk is a virtio-blk backing file.
+type Disk struct {
+	Path     string
+	ReadOnly bool // the guest sees a read-only disk (VIRTIO_BLK_F_RO); the file is opened read-only
+}
+
+// ParseDisk reads a --disk value: FILE or FILE,ro or FILE,rw.
+func ParseDisk(s string) (Disk, error) {
+	path, opt, _ := strings.Cut(s, ",")
+	d := Disk{Path: path}
+	switch {
+	case path == "":
+		return d, fmt.Errorf("--disk=%q: want FILE, FILE,ro or FILE,rw", s)
+	case opt == "ro":
+		d.ReadOnly = true
+	case opt != "" && opt != "rw":
+		return d, fmt.Errorf("--disk=%q: unknown option %q (ro or rw)", s, opt)
+	}
+	return d, nil
 }
 
 // Delivery names the interrupt delivery path, as the accounting reports it:

@@ -135,6 +135,7 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 	b.con = linuxguest.NewConsole(out, linuxguest.BootMilestones)
 	b.cfg.Console, b.cfg.RunDecompressor = b.con, o.decomp
 	o.pvf.apply(&b.cfg)
+	b.cfg.Disk = *o.disk
 	if err = o.hostFlags(&b.cfg); err != nil {
 		return nil, err
 	}

@@ -112,6 +112,7 @@ func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, erro
 		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu,
 		ConsoleInput: in.r}
 	o.pvf.apply(&cfg)
+	cfg.Disk = *o.disk
 	if o.nox2 || !o.x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}

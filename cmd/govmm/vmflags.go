@@ -14,10 +14,15 @@ type vmFlags struct {
 	dash      dashFlags
 	hostFlags func(*vmm.Config) error
 	conIn     consoleFlag
+	// disk is --disk: the virtio-blk image (no Path: none).
+	disk *vmm.Disk
 }
 
 func addVMFlags(fs *flag.FlagSet) vmFlags {
-	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs)}
+	disk := &vmm.Disk{}
+	fs.Func("disk", "a raw disk image for a virtio-blk device with one queue per vCPU: FILE, FILE,ro (read-only) or FILE,rw",
+		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
+	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs), disk: disk}
 }
 
 // vmUsage is the -h text of run and boot: the usage line, the flags and
