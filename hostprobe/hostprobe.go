@@ -48,6 +48,9 @@ type Answers struct {
 	X2APICMSRsReach    bool              `json:"x2apic_msrs_reach_govmm"`
 	ClaimedMSRs        map[string]bool   `json:"claimed_msrs_reach_govmm"`
 	IOEventFD          bool              `json:"ioeventfd"`
+	// IOEventFDMMIO: a 16-bit MMIO write to an address with an ioeventfd
+	// costs no exit either (virtio's queue notifications are MMIO writes).
+	IOEventFDMMIO bool `json:"ioeventfd_mmio"`
 	ExitRoundTripNs    float64           `json:"exit_round_trip_ns"`
 	Caps               map[string]bool   `json:"capabilities"`
 	Notes              map[string]string `json:"notes,omitempty"` // what each probe saw instead, where it matters
@@ -77,6 +80,7 @@ var (
 	codePXOR        = []byte{0x66, 0x0F, 0xEF, 0xC0, 0xF4}                                           // pxor %xmm0,%xmm0; hlt
 	codeTSCDeadline = []byte{0xB9, 0xE0, 0x06, 0, 0, 0xB8, 1, 0, 0, 0, 0x31, 0xD2, 0x0F, 0x30, 0xF4} // wrmsr 0x6E0 <- 1; hlt
 	codeOutNotify   = []byte{0xBA, 0x81, 0, 0, 0, 0xEE, 0xF4}                                        // mov $0x81,%edx; out %al,(%dx); hlt
+	codeMMIONotify  = []byte{0xBA, 0, 0, 0, 0xD0, 0x66, 0x89, 0x02, 0xF4}                            // mov $mmioNotifyGPA,%edx; mov %ax,(%edx); hlt
 	codeOutLoop     = []byte{0xBA, 0x80, 0, 0, 0, 0xEE, 0xEB, 0xFD}                                  // mov $0x80,%edx; 1: out %al,(%dx); jmp 1b
 	codeRDMSR       = func(idx uint32) []byte {
 		return []byte{0xB9, byte(idx), byte(idx >> 8), byte(idx >> 16), byte(idx >> 24), 0x0F, 0x32, 0xF4}
@@ -141,8 +145,11 @@ func Probe(path string, claimed []Claimed) (Answers, error) {
 		a.ClaimedMSRs[c.Name] = ex.reason == kvm.ExitX86RDMSR && ex.msr == c.Index
 	}
 
-	if a.IOEventFD, err = p.ioeventfd(); err != nil {
+	if a.IOEventFD, err = p.ioeventfd(kvm.IOEventFD{Addr: 0x81, Len: 1, Flags: kvm.IOEventFDFlagPIO}, codeOutNotify); err != nil {
 		a.Notes["ioeventfd"] = err.Error()
+	}
+	if a.IOEventFDMMIO, err = p.ioeventfd(kvm.IOEventFD{Addr: mmioNotifyGPA, Len: 2}, codeMMIONotify); err != nil {
+		a.Notes["ioeventfd_mmio"] = err.Error()
 	}
 
 	if a.ExitRoundTripNs, err = p.timeExits(); err != nil {
@@ -322,22 +329,39 @@ func (p *probeVM) run(code []byte) (exit, error) {
 		if r.ExitReason != kvm.ExitHLT {
 			return exit{}, fmt.Errorf("probe: %s, then exit %d, want HLT", e, r.ExitReason)
 		}
+	case kvm.ExitMMIO, kvm.ExitIO:
+		// A write that exited (an ioeventfd that did not take it): KVM
+		// finishes the instruction at the next KVM_RUN, which then
+		// reaches the probe's HLT.
+		if err := p.cpu.Run(); err != nil {
+			return exit{}, fmt.Errorf("probe KVM_RUN: %w", err)
+		}
+		if r.ExitReason != kvm.ExitHLT {
+			return exit{}, fmt.Errorf("probe: %s, then exit %d, want HLT", e, r.ExitReason)
+		}
 	case kvm.ExitInternalError:
 		e.detail = fmt.Sprintf(", sub-error %d", p.cpu.Internal().Suberror)
 	}
 	return e, nil
 }
 
-// ioeventfd registers an ioeventfd on port 0x81 and runs an OUT to it: it
-// works when the OUT cost no exit (the vCPU's next exit is its HLT) and
-// the eventfd counted one write.
-func (p *probeVM) ioeventfd() (bool, error) {
+// mmioNotifyGPA is where the MMIO ioeventfd probe writes: not RAM, as a
+// PCI BAR is not.
+const mmioNotifyGPA = 0xD0000000
+
+// ioeventfd registers ev (its FD filled in here) and runs code, which
+// writes to ev's address and halts: it works when the write cost no exit
+// (the vCPU's next exit is its HLT) and the eventfd counted one write. KVM
+// serves the write in its I/O bus (kvm_io_bus_write from the PIO or MMIO
+// exit handler: ioeventfd_write in virt/kvm/eventfd.c) before any exit to
+// user space is built, where the host lets it.
+func (p *probeVM) ioeventfd(ev kvm.IOEventFD, code []byte) (bool, error) {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return false, fmt.Errorf("eventfd: %w", err)
 	}
 	defer unix.Close(fd)
-	ev := kvm.IOEventFD{Addr: 0x81, Len: 1, FD: int32(fd), Flags: kvm.IOEventFDFlagPIO}
+	ev.FD = int32(fd)
 	if err := p.vm.SetIOEventFD(ev); err != nil {
 		return false, err
 	}
@@ -345,14 +369,14 @@ func (p *probeVM) ioeventfd() (bool, error) {
 		ev.Flags |= kvm.IOEventFDFlagDeassign
 		p.vm.SetIOEventFD(ev)
 	}()
-	ex, err := p.run(codeOutNotify)
+	ex, err := p.run(code)
 	if err != nil {
 		return false, err
 	}
 	var b [8]byte
 	n, _ := unix.Read(fd, b[:])
 	if ex.reason != kvm.ExitHLT || n != 8 || b[0] != 1 {
-		return false, fmt.Errorf("the OUT to an ioeventfd port gave %s and %d bytes from the eventfd", ex, n)
+		return false, fmt.Errorf("the write to an ioeventfd address gave %s and %d bytes from the eventfd", ex, n)
 	}
 	return true, nil
 }

@@ -65,6 +65,12 @@ func TestProbeThisHost(t *testing.T) {
 	if a.Caps["KVM_CAP_IOEVENTFD"] && !a.IOEventFD {
 		t.Errorf("KVM offers KVM_IOEVENTFD but the probe's OUT did not signal it: %s", a.Notes["ioeventfd"])
 	}
+	// KVM's ioeventfds serve the MMIO bus as well as the PIO bus
+	// (kvm_assign_ioeventfd_idx registers on either): an MMIO write the
+	// host's exit handler takes in KVM must not reach user space.
+	if a.Caps["KVM_CAP_IOEVENTFD"] && !a.IOEventFDMMIO {
+		t.Errorf("KVM offers KVM_IOEVENTFD but the probe's MMIO write did not signal it: %s", a.Notes["ioeventfd_mmio"])
+	}
 	if a.ExitRoundTripNs <= 0 || !a.Caps["KVM_CAP_SYNC_REGS"] {
 		t.Errorf("round trip %v ns, caps %v", a.ExitRoundTripNs, a.Caps)
 	}

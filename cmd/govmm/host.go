@@ -57,6 +57,7 @@ func writeHost(w io.Writer, a hostprobe.Answers, d hostprobe.Decision) {
 		fmt.Fprintf(tw, "claimed MSR %s\t%s\n", n, yes(a.ClaimedMSRs[n], "reaches govmm", "does not reach govmm"))
 	}
 	fmt.Fprintf(tw, "KVM_IOEVENTFD\t%s\n", yes(a.IOEventFD, "works (an OUT to its port cost no exit)", "does not work "+a.Notes["ioeventfd"]))
+	fmt.Fprintf(tw, "KVM_IOEVENTFD on MMIO\t%s\n", yes(a.IOEventFDMMIO, "works (a 16-bit MMIO write cost no exit: virtio notifies)", "does not work "+a.Notes["ioeventfd_mmio"]))
 	fmt.Fprintf(tw, "user-space exit round trip\t%.1f us (OUT, %s)\n", a.ExitRoundTripNs/1000, "this run only; compare only side by side")
 	var missing []string
 	for n, ok := range a.Caps {
