@@ -20,9 +20,10 @@ all: build guests
 # gcc checks the KVM ABI and builds the floor VMM (bench/floor: libc6-dev
 # and linux-libc-dev's <linux/kvm.h>); acpica-tools' iasl/acpiexec check the ACPI tables;
 # chromium renders the dashboard in the browser test; xz-utils, lz4, zstd
-# and bzip2 make the kernel-payload round trips the loader tests check.
+# and bzip2 make the kernel-payload round trips the loader tests check;
+# e2fsprogs' mke2fs and debugfs write and read the virtio-blk tests' ext2 disks.
 BUILD_DEBS := gcc binutils make
-TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2 libc6-dev linux-libc-dev
+TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2 libc6-dev linux-libc-dev e2fsprogs
 # BENCH_DEBS are the benchmarks' alone: QEMU runs bench-rtt's guest under
 # KVM's in-kernel LAPIC, the reference its round trips are compared with.
 BENCH_DEBS := qemu-system-x86
@@ -51,7 +52,7 @@ guests: deps
 # plain lines after a "$ " prompt instead of running a full-screen line
 # editor, which suits a serial console (and scripted input) better.
 INITRAMFS  := $(CACHE)/initramfs.cpio
-UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown poweroff dmesg uname) \
+UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown poweroff dmesg uname mount umount mkdir sync) \
 	$(addprefix ./,$(wildcard guest/cmd/*))
 initramfs: $(INITRAMFS)
 $(INITRAMFS): Makefile go.mod go.sum $(shell find guest/cmd -name "*.go")
@@ -190,7 +191,7 @@ test: test-deps build guests floorvmm initramfs kernel debian-kernel vet
 	$(MAKE) -s fuzz FUZZTIME=10s
 
 FUZZTIME ?= 60s
-FUZZ_PKGS := ./vlapic/ ./vioapic/ $(wildcard ./vintremap/)
+FUZZ_PKGS := ./vlapic/ ./vioapic/ ./vintremap/ ./pci/ ./virtio/
 fuzz:
 	@for p in $(FUZZ_PKGS); do FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $$p || exit 1; done
 

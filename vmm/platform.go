@@ -56,7 +56,7 @@ func (p *platform) Fire(pin int, rte uint64) bool {
 	} else {
 		m = vioapic.DecodeRTE(rte)
 	}
-	if p.deliver(m) == 0 {
+	if p.deliver(m, nil) == 0 {
 		p.acct.IOAPICLost.Add(1)
 		return false
 	}
@@ -64,18 +64,26 @@ func (p *platform) Fire(pin int, rte uint64) bool {
 }
 
 // deliver puts a device interrupt on the APIC bus and counts how its
-// destination was named.
-func (p *platform) deliver(m vlapic.Message) int {
+// destination was named; accepted (nil: none) hears each LAPIC that took it.
+func (p *platform) deliver(m vlapic.Message, accepted func(cpu int)) int {
 	if m.DestMode == vlapic.Logical {
 		p.acct.DeviceLogical.Add(1)
 	} else {
 		p.acct.DevicePhysical.Add(1)
 	}
-	return p.apics.Deliver(m)
+	return p.apics.DeliverObserved(m, accepted)
 }
 
 // SendMSI delivers a device MSI from requester sid.
 func (p *platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
+	return p.sendMSI(addr, data, sid, nil)
+}
+
+// sendMSI delivers a device MSI from requester sid: through the
+// remapping unit when it is on (an IRTE lookup, its source-ID check, a
+// fault record when refused), else as a compatibility-format message.
+// accepted hears each CPU that took it (a PCI device's per-CPU counts).
+func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(cpu int)) bool {
 	p.acct.MSIs.Add(1)
 	var m vlapic.Message
 	if p.iommu != nil && p.iommu.Enabled() {
@@ -93,7 +101,7 @@ func (p *platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
 			return false // not an interrupt address: the write goes nowhere
 		}
 	}
-	return p.deliver(m) > 0
+	return p.deliver(m, accepted) > 0
 }
 
 // MSI is the remapping unit's own interrupts (fault events, invalidation
