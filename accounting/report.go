@@ -260,6 +260,7 @@ func (r Report) WriteTable(w io.Writer) {
 	if writeListed(w, "device interrupts", "", PlatformCounterTable, r.Platform.At) {
 		writeCounts(w, "interrupt-remapping faults by reason", r.Platform.FaultByReason)
 	}
+	WriteDeviceTable(w, r.Devices)
 	for _, s := range r.Sections {
 		fmt.Fprintf(w, "\nsection %d\n", s.ID)
 		writeCPUTable(w, s.CPUs, s.Total)

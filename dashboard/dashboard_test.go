@@ -166,7 +166,7 @@ func TestStateShape(t *testing.T) {
 			t.Errorf("state lacks %q", k)
 		}
 	}
-	for _, k := range []string{"exits_per_ipi", "sections", "phases", "cpus"} {
+	for _, k := range []string{"exits_per_ipi", "sections", "phases", "cpus", "devices", "ipi_latency"} {
 		if _, ok := raw[k].([]any); !ok {
 			t.Errorf("%q is %T, want a list", k, raw[k])
 		}
@@ -235,6 +235,11 @@ func TestMetrics(t *testing.T) {
 	f.acct.Platform.Fault(0x26)
 	f.acct.Platform.Fault(0x26)
 	f.acct.Platform.Fault(0x21)
+	dev := accounting.NewDeviceIRQs("virtio-blk", "00:02.0", 3, 3)
+	dev.Delivered(2, 1)
+	dev.Delivered(2, 1)
+	dev.Refused(2)
+	f.acct.Devices = []*accounting.DeviceIRQs{dev}
 	s := newServer(f, Options{})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -285,6 +290,8 @@ func TestMetrics(t *testing.T) {
 	want("govmm_remap_faults_total", map[string]string{"reason": "reason_0x26"}, 2)
 	want("govmm_remap_faults_total", map[string]string{"reason": "reason_0x21"}, 1)
 	want("govmm_ioapic_fired_total", nil, 7)
+	want("govmm_device_msix_interrupts_total", map[string]string{"device": "virtio-blk", "address": "00:02.0", "vector": "2", "cpu": "1"}, 2)
+	want("govmm_device_msix_undelivered_total", map[string]string{"address": "00:02.0", "vector": "2", "outcome": "refused"}, 1)
 	want("govmm_apic_tpr", map[string]string{"cpu": "0"}, 0x20)
 	want("govmm_info", map[string]string{"mode": "cluster x2apic"}, 1)
 	if fams["govmm_exits_total"].GetType().String() != "COUNTER" || fams["govmm_vcpu_state"].GetType().String() != "GAUGE" {

@@ -31,6 +31,8 @@ var (
 	descCPUs         = prometheus.NewDesc("govmm_vcpus", "Number of vCPUs.", nil, nil)
 	descStarted      = prometheus.NewDesc("govmm_start_time_seconds", "When the VM started, in Unix seconds.", nil, nil)
 	descPhase        = prometheus.NewDesc("govmm_boot_phase_seconds", "When each boot milestone was reached, in seconds since the VM started.", []string{"phase"}, nil)
+	descDeviceIRQs   = prometheus.NewDesc("govmm_device_msix_interrupts_total", "PCI devices' MSI-X messages accepted, by device, vector (MSI-X table entry) and destination vCPU.", []string{"device", "address", "vector", "cpu"}, nil)
+	descDeviceHeld   = prometheus.NewDesc("govmm_device_msix_undelivered_total", "PCI devices' MSI-X messages not delivered, by device, vector and what became of them (pended while masked, dropped while MSI-X was off, refused by remapping or the APICs).", []string{"device", "address", "vector", "outcome"}, nil)
 	descLatency      = prometheus.NewDesc("govmm_ipi_latency_seconds", "IPI latency from the send to a stage on the target (accepted, injected, ended), by destination kind.", []string{"kind", "stage"}, nil)
 )
 
@@ -83,7 +85,7 @@ func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descState, descTPR, descPPR, descIRR, descISR,
-		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency} {
+		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency, descDeviceIRQs, descDeviceHeld} {
 		ch <- d
 	}
 	for _, d := range counterFamilies {
@@ -146,6 +148,22 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	// Reasons past accounting.MaxFaultReason are only in the total.
 	if p.RemapFaults > byReason {
 		counter(descRemapFaults, p.RemapFaults-byReason, "other")
+	}
+	for _, d := range r.Devices {
+		for _, v := range d.Vectors {
+			vec := strconv.Itoa(v.Vector)
+			for cpu, n := range v.ByCPU {
+				if n != 0 {
+					counter(descDeviceIRQs, n, d.Name, d.Address, vec, strconv.Itoa(cpu))
+				}
+			}
+			for _, o := range []struct {
+				name string
+				n    uint64
+			}{{"pended", v.Pended}, {"dropped", v.Dropped}, {"refused", v.Refused}} {
+				counter(descDeviceHeld, o.n, d.Name, d.Address, vec, o.name)
+			}
+		}
 	}
 	// A guest may measure the same section id more than once: one series
 	// per id, summed, or the scrape would hold duplicates.

@@ -174,9 +174,12 @@ func (s *Server) State() State {
 	st := State{Time: now, IntervalS: dt, Info: info, Phases: s.src.Phases(), CPUs: make([]CPUState, len(live.CPUs)),
 		ExitsPerIPI: withCaused(costs, live.Total), UnattributedSenderExits: unS, UnattributedReceiverExits: unR,
 		Platform: Platform{PlatformReport: live.Platform, FaultByReason: nonNil(live.Platform.FaultByReason)},
-		Sections: live.Sections, Latency: live.Latency}
+		Sections: live.Sections, Latency: live.Latency, Devices: live.Devices}
 	if st.Latency == nil {
 		st.Latency = []accounting.LatencyReport{}
+	}
+	if st.Devices == nil {
+		st.Devices = []accounting.DeviceReport{}
 	}
 	if !info.Started.IsZero() {
 		st.UptimeS = now.Sub(info.Started).Seconds()

@@ -32,6 +32,9 @@ type State struct {
 	// Latency is the IPI latency histograms (accounting.Latencies), by
 	// stage then destination kind; empty before any IPI.
 	Latency []accounting.LatencyReport `json:"ipi_latency"`
+	// Devices is each PCI device's MSI-X interrupts per vector and
+	// destination CPU (accounting.DeviceReport); empty with no devices.
+	Devices []accounting.DeviceReport `json:"devices"`
 }
 
 // Platform is accounting's platform counters with the faults by reason
