@@ -198,7 +198,6 @@ func (v *VCPU) Run() error {
 		if v.stopped() {
 			return nil
 		}
-		v.syncTimer()
 		v.state.Store(uint32(StateGuest))
 		if err := v.prepareEntry(); err != nil {
 			if errors.Is(err, errStop) {
@@ -288,8 +287,17 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 // errStop if the VM ended while the vCPU was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
-	v.lapic.Tick()
-	v.takeEvents()
+	// One LAPIC lock round trip on the common path (vlapic.LAPIC.Enter:
+	// the timer's tick, the events, the vector to present, CR8 and the
+	// timer's deadline), after a PV EOI the guest did is completed (its
+	// vector would hide a lower one), as look does.
+	v.pveoi.Sync()
+	e := v.lapic.Enter()
+	v.latch(e.Events)
+	p := e.Pending
+	p.Events = v.events
+	v.syncTimerTo(e.TimerAt, e.TimerArmed)
+	v.cr8 = e.CR8
 	if v.events.INIT {
 		v.events.INIT = false
 		v.pveoi.Reset()
@@ -298,8 +306,10 @@ func (v *VCPU) prepareEntry() error {
 			return errStop
 		}
 		v.state.Store(uint32(StateGuest))
+		p = v.look()
+		v.syncTimer()
+		v.cr8 = v.lapic.CR8()
 	}
-	p := v.look()
 	if p.NMI {
 		v.events.NMI = false
 		if err := v.kvm.NMI(); err == nil {
@@ -339,7 +349,6 @@ func (v *VCPU) prepareEntry() error {
 		// queued now, not what was at the exit.
 		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
 	}
-	v.cr8 = v.lapic.CR8()
 	run.CR8 = v.cr8
 	return nil
 }
@@ -482,8 +491,11 @@ func (v *VCPU) waitSIPI() bool {
 }
 
 // syncTimer keeps the host timer aimed at the LAPIC timer's next deadline.
-func (v *VCPU) syncTimer() {
-	at, armed := v.lapic.TimerDeadline()
+func (v *VCPU) syncTimer() { v.syncTimerTo(v.lapic.TimerDeadline()) }
+
+// syncTimerTo aims the host timer at at (armed false: stops it), the LAPIC
+// timer's deadline as read.
+func (v *VCPU) syncTimerTo(at int64, armed bool) {
 	if armed == v.timerArmed && at == v.timerAt {
 		return
 	}

@@ -1,0 +1,41 @@
+package vlapic
+
+import "testing"
+
+// TestEnter: one Enter is the Tick, TakePending, CR8 and TimerDeadline
+// the loop used to make one by one: a timer that came due is in the same
+// look (and notifies no one: the caller takes it), the events are taken
+// once, CR8 is TPR's class and the deadline the next one.
+func TestEnter(t *testing.T) {
+	b, a := timerBus(t)
+	wr(t, a, RegTPR, 0x25)
+	wr(t, a, RegLVTTimer, 0x30|1<<17) // periodic
+	wr(t, a, RegTimerDCR, 0xB)        // divide by 1: 1 count = 1 ns at 1 GHz
+	wr(t, a, RegTimerICR, 500_000) // above KVM's 200 µs floor for periodic timers
+	b.sink.take()
+	e := a.Enter()
+	if e.Fixed || !e.TimerArmed || e.TimerAt != 500_000 || e.CR8 != 2 {
+		t.Fatalf("before the deadline: %+v, want nothing pending, timer due at 500000, CR8 2", e)
+	}
+	b.clock.advance(500_000)
+	e = a.Enter()
+	if !e.Fixed || e.Vector != 0x30 || !e.TimerArmed || e.TimerAt != 1_000_000 {
+		t.Fatalf("at the deadline: %+v, want vector 0x30 pending and the next period due at 1000000", e)
+	}
+	if n := b.sink.take(); len(n) != 0 {
+		t.Errorf("Enter's own tick notified %v: the caller is the one to take the vector", n)
+	}
+	b.Deliver(Message{Delivery: NMI, Dest: 0, Source: -1})
+	if e = a.Enter(); !e.NMI {
+		t.Fatalf("NMI not taken: %+v", e)
+	}
+	if e = a.Enter(); e.NMI {
+		t.Fatalf("NMI taken twice: %+v", e)
+	}
+	// The same as the separate calls give.
+	p := a.TakePending()
+	at, armed := a.TimerDeadline()
+	if e.Pending != p || e.CR8 != a.CR8() || e.TimerAt != at || e.TimerArmed != armed {
+		t.Errorf("Enter %+v; separately: %+v, CR8 %d, deadline %d %v", e, p, a.CR8(), at, armed)
+	}
+}
