@@ -247,7 +247,7 @@ func TestReadWrite(t *testing.T) {
 	if s.DirectIOs+s.BufferedIOs != 3 {
 		t.Errorf("%d direct + %d buffered I/Os, want 3", s.DirectIOs, s.BufferedIOs)
 	}
-	if qs[0].Interrupts() == 0 {
+	if qs[0].WaitInterrupts(1, wait) == 0 {
 		t.Error("no interrupt")
 	}
 	if e := drv.NeedsReset(); len(e) != 0 {

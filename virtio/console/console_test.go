@@ -90,7 +90,7 @@ func TestOutputOrder(t *testing.T) {
 	if s := d.Stats(); s.BytesOut != uint64(len(want)) || s.Chains != 100 {
 		t.Errorf("stats %+v", s)
 	}
-	if tx.Interrupts() == 0 {
+	if tx.WaitInterrupts(1, wait) == 0 {
 		t.Error("no interrupt")
 	}
 }
@@ -106,7 +106,7 @@ func TestInputBeforeBuffers(t *testing.T) {
 	if got := received(u); got != "hello, world" {
 		t.Errorf("received %q", got)
 	}
-	if rx.Interrupts() == 0 {
+	if rx.WaitInterrupts(1, wait) == 0 {
 		t.Error("no interrupt")
 	}
 }

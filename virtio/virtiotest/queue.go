@@ -190,3 +190,17 @@ func (q *Queue) EnableKicks() bool {
 }
 
 var _ virtio.QueueIO = (*Queue)(nil)
+
+// WaitInterrupts waits until at least n Interrupt calls were made, or
+// timeout; it returns the count. (A device interrupts after its Push, so
+// a test that saw the push may not see the interrupt yet.)
+func (q *Queue) WaitInterrupts(n int, timeout time.Duration) int {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := q.Interrupts()
+		if got >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
