@@ -109,7 +109,8 @@ func (d *Device) Activate(a virtio.Activation) error {
 	if len(a.Queues) > 2 {
 		return fmt.Errorf("console: %d queues activated, the device has 2", len(a.Queues))
 	}
-	d.stop = make(chan struct{})
+	stop := make(chan struct{})
+	d.stop = stop
 	if a.Features&featureSize != 0 {
 		d.mu.Lock()
 		d.configChanged = a.ConfigChanged
@@ -123,11 +124,11 @@ func (d *Device) Activate(a virtio.Activation) error {
 	}
 	if q := queue(receiveq); q != nil {
 		d.run(q, a.NeedsReset, func() error {
-			return virtio.ServeWhen(q, d.stop, d.in.wake, d.in.ready, d.receive)
+			return virtio.ServeWhen(q, stop, d.in.wake, d.in.ready, d.receive)
 		})
 	}
 	if q := queue(transmitq); q != nil {
-		d.run(q, a.NeedsReset, func() error { return virtio.Serve(q, d.stop, d.transmit) })
+		d.run(q, a.NeedsReset, func() error { return virtio.Serve(q, stop, d.transmit) })
 	}
 	return nil
 }
