@@ -55,7 +55,7 @@ INITRAMFS  := $(CACHE)/initramfs.cpio
 UROOT_CMDS := $(addprefix github.com/u-root/u-root/cmds/core/,init gosh ls cat echo shutdown poweroff dmesg uname mount umount mkdir sync) \
 	$(addprefix ./,$(wildcard guest/cmd/*))
 initramfs: $(INITRAMFS)
-$(INITRAMFS): Makefile go.mod go.sum $(shell find guest/cmd -name "*.go")
+$(INITRAMFS): Makefile go.mod go.sum $(shell find guest/cmd guest/internal -name "*.go" -o -name "*.s")
 	@mkdir -p $(dir $@)
 	$(GO) tool u-root -go-build-tags goshsmall -o $@.tmp $(UROOT_CMDS)
 	@mv $@.tmp $@

@@ -7,7 +7,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/govmm/govmm/guest/internal/procirq"
 )
+
+// ipiRows are the rows that count IPIs and the local APIC timer.
+var ipiRows = map[string]bool{"CAL": true, "RES": true, "TLB": true, "LOC": true}
 
 func main() {
 	b, err := os.ReadFile("/proc/interrupts")
@@ -15,14 +21,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "irqstat:", err)
 		os.Exit(1)
 	}
-	rows, err := parse(string(b))
+	t, err := procirq.Parse(string(b))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "irqstat:", err)
 		os.Exit(1)
 	}
-	for _, r := range rows {
+	fmt.Print(format(t))
+}
+
+// format gives one line per IPI row: name, description, total, per CPU.
+func format(t *procirq.Table) string {
+	var b strings.Builder
+	for _, r := range t.Rows {
 		if ipiRows[r.Name] {
-			fmt.Printf("%-4s %-28s total %d per-cpu %v\n", r.Name, r.Desc, r.Total(), r.PerCPU)
+			fmt.Fprintf(&b, "%-4s %-28s total %d per-cpu %v\n", r.Name, r.Desc, r.Total(), r.PerCPU)
 		}
 	}
+	return b.String()
 }
