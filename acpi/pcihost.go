@@ -41,6 +41,12 @@ func (p *PCIHost) check() error {
 		return fmt.Errorf("acpi: PCI memory window %#x+%#x: empty or not below 4 GiB", p.MMIOBase, p.MMIOSize)
 	case p.IOSize == 0 || p.IOBase+p.IOSize > 1<<16:
 		return fmt.Errorf("acpi: PCI I/O window %#x+%#x: empty or past 0xFFFF", p.IOBase, p.IOSize)
+	case p.ECAMBase < p.MMIOBase+p.MMIOSize && p.MMIOBase < p.ECAMBase+ecamBusSize:
+		// RES0 would claim part of PCI0's window: Linux's pnp code then
+		// fails to reserve it.
+		return fmt.Errorf("acpi: PCI ECAM %#x+1 MiB overlaps the memory window %#x+%#x", p.ECAMBase, p.MMIOBase, p.MMIOSize)
+	case p.IOBase < 0xD00 && 0xCF8 < p.IOBase+p.IOSize:
+		return fmt.Errorf("acpi: PCI I/O window %#x+%#x holds the configuration ports 0xCF8-0xCFF", p.IOBase, p.IOSize)
 	case p.IOSize == 1<<16:
 		// WordIO's length field is 16 bits.
 		return fmt.Errorf("acpi: PCI I/O window of 64 Ki ports: it cannot also hold 0xCF8")
