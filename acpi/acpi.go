@@ -1,6 +1,7 @@
 // Package acpi builds the ACPI tables govmm hands a guest: RSDP, XSDT/RSDT,
 // FADT, FACS, DSDT, MADT and, optionally, a DMAR describing an
-// interrupt-remapping unit. They are what decides Linux's APIC mode: the MADT
+// interrupt-remapping unit and an MCFG with the DSDT's PCI host bridge
+// (PCIHost). They are what decides Linux's APIC mode: the MADT
 // lists the CPUs (x2APIC entries for APIC IDs above 254), and a DMAR with
 // INTR_REMAP set, X2APIC_OPT_OUT clear and every IOAPIC in a DRHD's scope lets
 // Linux turn interrupt remapping on (and with it x2APIC cluster mode).
@@ -59,8 +60,9 @@ type Config struct {
 	IOAPICs   []IOAPIC
 	Overrides []Override // e.g. ISAOverrides(9)
 	PM        PM
-	DMAR      *DMAR  // nil: no DMAR table
-	OEMID     string // up to 6 characters; "" means "GOVMM "
+	DMAR      *DMAR    // nil: no DMAR table
+	PCI       *PCIHost // nil: no PCI host bridge (no MCFG, no \_SB.PCI0)
+	OEMID     string   // up to 6 characters; "" means "GOVMM "
 }
 
 // DefaultLAPICAddr is the architectural local APIC base.
@@ -90,12 +92,17 @@ func Build(cfg Config, rsdpAddr, tablesAddr uint64) (rsdpBytes []byte, tables []
 	if cfg.PM.PM1aEvt == 0 || cfg.PM.PM1aCnt == 0 {
 		return nil, nil, errors.New("acpi: PM1a event and control ports are required")
 	}
+	if cfg.PCI != nil {
+		if err := cfg.PCI.check(); err != nil {
+			return nil, nil, err
+		}
+	}
 	apic, err := madt(&cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 
-	// Layout: FACS, DSDT, FADT, MADT, [DMAR], XSDT, RSDT.
+	// Layout: FACS, DSDT, FADT, MADT, [DMAR], [MCFG], XSDT, RSDT.
 	var blob []byte
 	place := func(t []byte, align uint64) uint64 {
 		for (tablesAddr+uint64(len(blob)))%align != 0 {
@@ -106,13 +113,16 @@ func Build(cfg Config, rsdpAddr, tablesAddr uint64) (rsdpBytes []byte, tables []
 		return addr
 	}
 	facsAddr := place(facs(), facsAlign)
-	dsdtAddr := place(dsdt(cfg.OEMID), 8)
+	dsdtAddr := place(dsdt(cfg.OEMID, cfg.PCI), 8)
 	pointed := []uint64{
 		place(fadt(cfg.PM, cfg.OEMID, facsAddr, dsdtAddr), 8),
 		place(apic, 8),
 	}
 	if cfg.DMAR != nil {
 		pointed = append(pointed, place(dmar(cfg.DMAR, cfg.IOAPICs, cfg.OEMID), 8))
+	}
+	if cfg.PCI != nil {
+		pointed = append(pointed, place(mcfg(cfg.PCI, cfg.OEMID), 8))
 	}
 	xsdtAddr := place(xsdt(cfg.OEMID, pointed), 8)
 	var rsdtAddr uint64

@@ -64,3 +64,58 @@ func amlPkgLength(n int) []byte {
 	}
 	panic("acpi: AML package longer than 2^28 bytes")
 }
+
+// Opcodes and name prefixes for the PCI host bridge's objects (ACPI 6.x
+// §20.2.5).
+const (
+	amlScopeOp  = 0x10
+	amlBufferOp = 0x11
+	amlExtOpPfx = 0x5B
+	amlDeviceOp = 0x82 // after amlExtOpPfx
+)
+
+// amlScope encodes Scope(seg) {terms...}, seg a NameSeg such as "_SB_". At
+// a table's top level that is \seg: iasl writes Scope(\_SB) so, without
+// the root prefix.
+func amlScope(seg string, terms ...[]byte) []byte {
+	body := []byte(seg[:4])
+	for _, t := range terms {
+		body = append(body, t...)
+	}
+	return append(append([]byte{amlScopeOp}, amlPkgLength(len(body))...), body...)
+}
+
+// amlDevice encodes Device(seg) {terms...}.
+func amlDevice(seg string, terms ...[]byte) []byte {
+	body := []byte(seg[:4])
+	for _, t := range terms {
+		body = append(body, t...)
+	}
+	return append(append([]byte{amlExtOpPfx, amlDeviceOp}, amlPkgLength(len(body))...), body...)
+}
+
+// amlBuffer encodes Buffer() {bytes}.
+func amlBuffer(b []byte) []byte {
+	body := append(amlInt(uint64(len(b))), b...)
+	return append(append([]byte{amlBufferOp}, amlPkgLength(len(body))...), body...)
+}
+
+// eisaID compresses a 7-character PNP ID such as "PNP0A08" into the 32-bit
+// integer ASL's EisaId() makes (ACPI 6.x §19.6.35): three letters of 5 bits
+// and four hex digits, stored big-endian.
+func eisaID(id string) uint64 {
+	c := func(i int) uint16 { return uint16(id[i]-'@') & 0x1F }
+	vendor := c(0)<<10 | c(1)<<5 | c(2)
+	hex := func(i int) byte {
+		switch d := id[i]; {
+		case d >= '0' && d <= '9':
+			return d - '0'
+		case d >= 'A' && d <= 'F':
+			return d - 'A' + 10
+		}
+		return 0
+	}
+	product := uint16(hex(3))<<12 | uint16(hex(4))<<8 | uint16(hex(5))<<4 | uint16(hex(6))
+	b := []byte{byte(vendor >> 8), byte(vendor), byte(product >> 8), byte(product)}
+	return uint64(le.Uint32(b))
+}

@@ -12,9 +12,12 @@ package acpi
 // 0). govmm's PM device should power off when a 16-bit write to PM1a_CNT has
 // SLP_EN set and bits 12:10 equal SlpTypS5.
 //
+// and, when Config.PCI is set, the PCI host bridge \_SB.PCI0 and the
+// motherboard-resources device \_SB.RES0 reserving ECAM (pcihost.go).
+//
 // Left out: processor objects (Linux brings CPUs up from the MADT alone),
-// \_SB devices (no PCI host bridge, no _PRT, no COM1/PNP0501 object), other
-// sleep states, _PTS/_WAK.
+// other \_SB devices (no _PRT, no COM1/PNP0501 object), other sleep states,
+// _PTS/_WAK.
 
 // SLP_TYP value for S5 in \_S5, and the PM1a_CNT value that means "power off".
 const (
@@ -23,12 +26,15 @@ const (
 	PoweroffValue = SlpTypS5<<10 | SlpEn // 0x3400
 )
 
-func dsdt(oemID string) []byte {
+func dsdt(oemID string, pci *PCIHost) []byte {
 	t := header("DSDT", 2, oemID)
 	t = append(t, amlName("_S5_", amlPackage(
 		amlInt(SlpTypS5),     // PM1a_CNT.SLP_TYP
 		amlInt(SlpTypS5),     // PM1b_CNT.SLP_TYP (no PM1b block)
 		amlInt(0), amlInt(0), // reserved
 	))...)
+	if pci != nil {
+		t = append(t, pciObjects(pci)...)
+	}
 	return finish(t)
 }
