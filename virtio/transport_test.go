@@ -3,6 +3,7 @@ package virtio
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -704,7 +705,8 @@ func FuzzTransport(f *testing.F) {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Fatal("deadlock")
+			buf := make([]byte, 1<<20)
+			t.Fatalf("deadlock:\n%s", buf[:runtime.Stack(buf, true)])
 		}
 	})
 }
