@@ -106,6 +106,15 @@ func (r DeviceReport) Total() uint64 {
 	return n
 }
 
+// DeviceTotal is the messages of every device vector that reached a CPU.
+func (r Report) DeviceTotal() uint64 {
+	var n uint64
+	for _, d := range r.Devices {
+		n += d.Total()
+	}
+	return n
+}
+
 // WriteDeviceTable prints one line per device vector that signalled: the
 // device, its address, the vector and its label, then deliveries per CPU
 // and what was held or refused.
