@@ -14,7 +14,9 @@ import (
 // (Address.SourceID) that interrupt remapping checks. It reports whether the
 // interrupt was delivered (false: the remapping path refused it). Called
 // from any goroutine with no pci lock held.
-type MSISink func(addr uint64, data uint32, sid uint16) bool
+// vector is the MSI-X table entry (or MSI vector) that sent it, for
+// per-vector accounting.
+type MSISink func(vector int, addr uint64, data uint32, sid uint16) bool
 
 // Config places the bus in the guest's address spaces.
 type Config struct {

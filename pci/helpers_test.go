@@ -57,7 +57,7 @@ type sink struct {
 	refuse bool
 }
 
-func (s *sink) fn(addr uint64, data uint32, sid uint16) bool {
+func (s *sink) fn(_ int, addr uint64, data uint32, sid uint16) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.got = append(s.got, msg{addr, data, sid})

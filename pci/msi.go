@@ -111,7 +111,7 @@ func (m *MSI) message() (uint64, uint32) {
 }
 
 func (m *MSI) send(addr uint64, data uint32) {
-	if m.sink != nil && m.sink(addr, data, m.sid) {
+	if m.sink != nil && m.sink(0, addr, data, m.sid) {
 		m.delivered.Add(1)
 	} else {
 		m.dropped.Add(1)

@@ -184,7 +184,7 @@ func (m *MSIX) Signal(vector uint16) {
 // send hands one message to the sink, with no lock held.
 func (m *MSIX) send(msg message) {
 	c := &m.counts[msg.vector]
-	if m.sink != nil && m.sink(msg.addr, msg.data, m.sid) {
+	if m.sink != nil && m.sink(msg.vector, msg.addr, msg.data, m.sid) {
 		c.delivered.Add(1)
 	} else {
 		c.dropped.Add(1)

@@ -36,6 +36,9 @@ func (vm *VM) installACPI() error {
 		Overrides: acpi.ISAOverrides(sciIRQ),
 		PM:        acpi.PM{PM1aEvt: portPM1aEvt, PM1aCnt: portPM1aCnt, SCI: sciIRQ, ResetPort: portReset, ResetValue: resetValue, PMTimer: portPMTimer},
 	}
+	if vm.cfg.wantsPCI() {
+		cfg.PCI = pciACPIHost()
+	}
 	if vm.cfg.IOMMU {
 		cfg.DMAR = &acpi.DMAR{RegBase: vintremap.Base, IntrRemap: true, HostAddrWidth: 39}
 	}
@@ -54,9 +57,18 @@ func (vm *VM) installACPI() error {
 	}
 	pm := &devices.ACPIPM{EvtPort: portPM1aEvt, CntPort: portPM1aCnt, ResetPort: portReset, ResetValue: resetValue,
 		PowerOff: func() { vm.end("poweroff", 0) }, Reset: func() { vm.end("reboot", 0) }}
-	return vm.registerPorts([]portDevice{
+	ports := []portDevice{
 		{portPM1aEvt, 6, "ACPI PM1a event/control", accounting.CausePIOACPIPM, pm},
-		{portReset, 1, "ACPI reset", accounting.CausePIOACPIPM, pm},
 		{portPMTimer, 4, "ACPI PM timer", accounting.CausePIOACPIPM, &devices.PMTimer{Now: vm.clock.Now}},
-	})
+	}
+	if !vm.cfg.wantsPCI() {
+		// With a PCI bus, 0xCF9 is inside the bus's 0xCF8-0xCFF and the
+		// bus hands its accesses to pm (setupPCI).
+		ports = append(ports, portDevice{portReset, 1, "ACPI reset", accounting.CausePIOACPIPM, pm})
+	}
+	if err := vm.registerPorts(ports); err != nil {
+		return err
+	}
+	vm.pm = pm
+	return nil
 }

@@ -52,7 +52,14 @@ type VM struct {
 	plat   *platform
 	pv     pvUnits
 	serial *devices.Serial
-	linux  bool // the kernel is Linux (else Multiboot)
+	// pci is the PCI bus and its virtio devices; nil when the
+	// configuration asks for no PCI device (Config.wantsPCI).
+	pci *pciDevices
+	// ioeventfds: KVM signals an eventfd for an MMIO write without an
+	// exit on this host (hostprobe's measurement): virtio notifies use it.
+	ioeventfds bool
+	pm         *devices.ACPIPM // the PM registers and reset control (installACPI)
+	linux      bool            // the kernel is Linux (else Multiboot)
 	// doorbell: the SYSCALL doorbell is offered (Config.SyscallDoorbell
 	// resolved against this host).
 	doorbell bool
@@ -121,6 +128,7 @@ func New(cfg Config) (vm *VM, err error) {
 	}
 	host, _ := Host() // no answers (no probe): TSC deadline only if forced on
 	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell,
+		ioeventfds:  host.IOEventFDMMIO,
 		tscDeadline: cfg.TSCDeadline.Resolve(host.TSCDeadlineReaches)}
 	v.acct.Delivery = cfg.Delivery()
 	v.haltPoll, v.acct.HaltPoll = haltPolling(cfg.HaltPoll, cfg.CPUs, hostCPUs())
@@ -159,6 +167,11 @@ func New(cfg Config) (vm *VM, err error) {
 	}
 	if err = vm.installACPI(); err != nil {
 		return nil, fmt.Errorf("cannot build the ACPI tables: %w", err)
+	}
+	if cfg.wantsPCI() {
+		if err = vm.setupPCI(vm.pm); err != nil {
+			return nil, fmt.Errorf("cannot set up the PCI devices: %w", err)
+		}
 	}
 	if err = vm.kvm.SetMSRFilter(msrFilter(&vm.bus)); err != nil {
 		return nil, err
@@ -361,7 +374,11 @@ func (vm *VM) stop(how string, status int, err error) {
 func (vm *VM) Run(timeout time.Duration) Result {
 	start := time.Now()
 	if vm.cfg.ConsoleInput != nil {
-		go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
+		if vm.pci != nil && vm.pci.console != nil {
+			go pumpInput(vm.cfg.ConsoleInput, vm.pci.console.Input, vm.done)
+		} else {
+			go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
+		}
 	}
 	var wg sync.WaitGroup
 	for _, c := range vm.cpus {
@@ -439,8 +456,29 @@ func (vm *VM) KVMStats() (map[string]uint64, error) {
 	return sum, nil
 }
 
+// pumpInput copies console input to a virtio console until it ends or
+// the VM does (the console keeps what the guest has not taken yet).
+func pumpInput(r io.Reader, in func([]byte), done <-chan struct{}) {
+	buf := make([]byte, 512)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			in(append([]byte(nil), buf[:n]...))
+		}
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 // Close releases everything the VM holds.
 func (vm *VM) Close() {
+	vm.pci.close()
 	for _, c := range vm.kvcpu {
 		if c != nil {
 			c.Close()
