@@ -95,6 +95,9 @@ type PCITransport struct {
 	// epoch numbers activations; callbacks of an older one are ignored
 	// (a device's goroutine that outlives its reset cannot disturb the next).
 	epoch atomic.Uint64
+	// capBAR is the BAR number Capabilities was given (the PCI_CFG
+	// window's check); set at build time, read by config-space accesses.
+	capBAR atomic.Uint32
 
 	// mu guards the common configuration below and serializes Device
 	// calls (the Device contract). Notify writes take it shared, only

@@ -611,7 +611,7 @@ func TestTransportCapabilities(t *testing.T) {
 
 	// The PCI_CFG window: a stored copy of the capability as the pci
 	// package would keep it, the hook over it.
-	h := r.tr.PCICfgHook(2)
+	h := r.tr.PCICfgHook()
 	stored := append([]byte{PCICapVendor, 0}, caps[4]...)
 	write := func(off int, v uint64, n int) {
 		d := make([]byte, n)
