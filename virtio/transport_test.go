@@ -801,3 +801,37 @@ func FuzzTransport(f *testing.F) {
 		}
 	})
 }
+
+// TestTransportNeedsResetNoVector: with msix_config NO_VECTOR a bad chain
+// still sets NEEDS_RESET and ISR's config bit, counted as unsignalled;
+// a second error on the same activation is not a second interrupt.
+func TestTransportNeedsResetNoVector(t *testing.T) {
+	r := newRig(t)
+	r.probe(allFeatures, []uint16{64, 16})
+	r.bar.w(ccMSIXConfig, 2, NoVector)
+	d := r.drv[1]
+	d.setDesc(d.desc, 0, 0x80000, 16, descFWrite|descFNext, 1)
+	d.setDesc(d.desc, 1, 0x80000, 16, 0, 0) // readable after writable
+	d.add(0)
+	r.bar.w(r.tr.NotifyOffset(1), 2, 1)
+	st := r.tr.Stats()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.bar.status()&StatusNeedsReset == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("NEEDS_RESET not set")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st.ConfigNoVector.Load() != 1 || r.bar.r(barISR, 1) != isrConfig ||
+		!strings.Contains(st.LastError(), "readable") || st.Queues[1].BadChains.Load() != 1 {
+		t.Fatalf("no-vector %d, last error %q", st.ConfigNoVector.Load(), st.LastError())
+	}
+	r.tr.setNeedsReset(r.tr.epoch.Load(), errors.New("again"))
+	if st.NeedsResets.Load() != 1 || st.ConfigInterrupts.Load() != 1 || st.LastError() != "again" {
+		t.Fatalf("second error: needs-resets %d, config interrupts %d", st.NeedsResets.Load(), st.ConfigInterrupts.Load())
+	}
+	r.bar.setStatus(0)
+	if r.bar.status() != 0 || st.LastError() != "again" {
+		t.Fatal("reset")
+	}
+}
