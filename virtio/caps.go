@@ -35,8 +35,10 @@ const (
 // describe the BAR (numbered bar) to the driver: for each, the bytes after
 // the capability ID and next pointer (cap_len first), in the order
 // COMMON, NOTIFY, ISR, DEVICE, PCI_CFG. Linux takes the first of each
-// type. The lead attaches PCICfgHook(bar) to the last one.
+// type. The lead attaches PCICfgHook() to the last one. bar is also the
+// BAR number the PCI_CFG window accepts (the last one given wins).
 func (t *PCITransport) Capabilities(bar uint8) [][]byte {
+	t.capBAR.Store(uint32(bar))
 	mk := func(typ uint8, size int, off, length uint32, extra uint32) []byte {
 		c := make([]byte, size)
 		c[capLen], c[capType], c[capBAR] = byte(size), typ, bar
@@ -61,15 +63,14 @@ func (t *PCITransport) Capabilities(bar uint8) [][]byte {
 	}
 }
 
-// PCICfgHook serves the VIRTIO_PCI_CAP_PCI_CFG capability (virtio 1.2
+// pciCfgHook serves the VIRTIO_PCI_CAP_PCI_CFG capability (virtio 1.2
 // §4.1.4.9): the driver writes bar, offset and length, then reading or
 // writing pci_cfg_data reads or writes that many bytes of the BAR there.
 // It keeps the fields the driver writes itself; the bytes it does not
 // own (ID, next, cap_len, cfg_type, id, padding) are left as the caller
 // pre-filled them.
-type PCICfgHook struct {
-	t   *PCITransport
-	bar uint8
+type pciCfgHook struct {
+	t *PCITransport
 
 	// mu guards the window registers: config space accesses may come
 	// from several vCPUs. Taken before the transport's mu, never after.
@@ -77,10 +78,17 @@ type PCICfgHook struct {
 	regs [capSize20]byte // capBAR, capOffset.., capLength.., capExtra.. are used
 }
 
-// PCICfgHook returns the hook of the PCI_CFG capability for the BAR
-// numbered bar.
-func (t *PCITransport) PCICfgHook(bar uint8) *PCICfgHook {
-	return &PCICfgHook{t: t, bar: bar}
+// PCICfgHook returns the hook of the PCI_CFG capability (the last of
+// Capabilities): off in ReadCap/WriteCap counts from the capability's ID
+// byte; ReadCap's data arrives pre-filled with the stored bytes. The
+// window reaches the BAR only if the driver names the BAR number given
+// to Capabilities. Each call returns a new hook with its own window
+// (one per capability: call it once).
+func (t *PCITransport) PCICfgHook() interface {
+	ReadCap(off int, data []byte)
+	WriteCap(off int, data []byte)
+} {
+	return &pciCfgHook{t: t}
 }
 
 // driverOwned reports whether byte off of the capability is a register
@@ -91,11 +99,11 @@ func driverOwned(off int) bool {
 
 // window is the BAR range the registers name, ok if it is a valid one:
 // our BAR, length 1, 2 or 4, offset aligned to it, inside the BAR.
-func (h *PCICfgHook) window() (off uint64, n int, ok bool) {
+func (h *pciCfgHook) window() (off uint64, n int, ok bool) {
 	off = uint64(binary.LittleEndian.Uint32(h.regs[capOffset:]))
 	length := binary.LittleEndian.Uint32(h.regs[capLength:])
 	switch {
-	case h.regs[capBAR] != h.bar, length != 1 && length != 2 && length != 4,
+	case uint32(h.regs[capBAR]) != h.t.capBAR.Load(), length != 1 && length != 2 && length != 4,
 		off%uint64(length) != 0, off+uint64(length) > h.t.BARSize():
 		return 0, 0, false
 	}
@@ -104,7 +112,7 @@ func (h *PCICfgHook) window() (off uint64, n int, ok bool) {
 
 // ReadCap serves a read of the capability at off (from its start) into
 // data, pre-filled with the stored bytes.
-func (h *PCICfgHook) ReadCap(off int, data []byte) {
+func (h *pciCfgHook) ReadCap(off int, data []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off < capSize20 && off+len(data) > capExtra {
@@ -121,7 +129,7 @@ func (h *PCICfgHook) ReadCap(off int, data []byte) {
 }
 
 // WriteCap serves a write of data to the capability at off.
-func (h *PCICfgHook) WriteCap(off int, data []byte) {
+func (h *pciCfgHook) WriteCap(off int, data []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	touchesData := false

@@ -10,6 +10,14 @@ import (
 )
 
 // Interrupter sends MSI-X messages (the pci package's *MSIX).
+//
+// Signal is called from device goroutines (queue interrupts, NEEDS_RESET,
+// config changes) and from vCPU threads inside WriteBAR, under the
+// transport's lock (a driver error found in a register write sets
+// NEEDS_RESET and signals msix_config there). It must therefore not wait
+// for a lock its caller of WriteBAR may hold, nor call back into the
+// transport: the transport's reset holds its lock while Device.Reset
+// waits for device goroutines that may be inside Signal.
 type Interrupter interface {
 	// Signal sends vector's message (masking and pending are its business).
 	Signal(vector uint16)
@@ -95,6 +103,9 @@ type PCITransport struct {
 	// epoch numbers activations; callbacks of an older one are ignored
 	// (a device's goroutine that outlives its reset cannot disturb the next).
 	epoch atomic.Uint64
+	// capBAR is the BAR number Capabilities was given (the PCI_CFG
+	// window's check); set at build time, read by config-space accesses.
+	capBAR atomic.Uint32
 
 	// mu guards the common configuration below and serializes Device
 	// calls (the Device contract). Notify writes take it shared, only
