@@ -141,7 +141,7 @@ func (vm *VM) addVirtio(name string, dev virtio.Device, class uint32, labels []s
 	for i, body := range caps {
 		var hook pci.CapHook
 		if i == len(caps)-1 {
-			hook = t.PCICfgHook(virtioBAR) // the PCI_CFG access capability comes last
+			hook = t.PCICfgHook() // the PCI_CFG access capability comes last
 		}
 		if _, err := f.AddCapability(0x09, body, hook); err != nil {
 			return err
