@@ -95,6 +95,47 @@ func TestOutputOrder(t *testing.T) {
 	}
 }
 
+// writeLog records each Write separately.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func (w *writeLog) get() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.writes...)
+}
+
+// A chain is one Write, however many buffers it has: nothing else written
+// to out can land inside it.
+func TestOutputOneWritePerChain(t *testing.T) {
+	out := &writeLog{}
+	d := New(out)
+	_, tx, _ := start(t, d, 0)
+	tx.Add(
+		&virtio.Chain{Readable: [][]byte{[]byte("ab"), {}, []byte("cd"), []byte("e\n")}},
+		&virtio.Chain{Readable: [][]byte{{}, []byte("single\n")}},
+		&virtio.Chain{Readable: [][]byte{{}}},
+		&virtio.Chain{Readable: [][]byte{[]byte("x"), []byte("y")}},
+	)
+	tx.WaitUsed(4, wait)
+	want := []string{"abcde\n", "single\n", "xy"}
+	if got := out.get(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("writes %q, want %q", got, want)
+	}
+	if s := d.Stats(); s.Chains != 4 || s.BytesOut != 15 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
 func TestInputBeforeBuffers(t *testing.T) {
 	d := New(&syncBuffer{})
 	d.Input([]byte("hello, "))

@@ -34,9 +34,12 @@ var errNotWritable = fmt.Errorf("console: receive chain without device-writable 
 
 // Device is a virtio console; it implements virtio.Device.
 type Device struct {
-	out   io.Writer // written only by the transmitq goroutine
-	in    *input
-	stats counters
+	out io.Writer // written only by the transmitq goroutine
+	// gather joins a multi-buffer transmit chain for its one Write; used
+	// only by the transmitq goroutine (one at a time: Reset joins it).
+	gather []byte
+	in     *input
+	stats  counters
 
 	// mu guards the size and the activation's ConfigChanged, which SetSize
 	// (any goroutine) and the transport's calls share.
@@ -154,13 +157,29 @@ func (d *Device) receive(c *virtio.Chain) (uint32, error) {
 	return uint32(n), nil
 }
 
-// transmit writes one transmit chain's bytes to out.
+// transmit writes one transmit chain's bytes to out in one Write, so a
+// line the guest sent in one chain is not interleaved with anything else
+// written to out.
 func (d *Device) transmit(c *virtio.Chain) (uint32, error) {
-	for _, b := range c.Readable {
-		if len(b) == 0 {
-			continue
+	var b []byte
+	nonEmpty := 0
+	for _, r := range c.Readable {
+		if len(r) > 0 {
+			b = r
+			nonEmpty++
 		}
-		// The buffers alias guest RAM: out must be done with b when Write
+	}
+	if nonEmpty > 1 {
+		// Several buffers: gather them (Linux sends one per chain, so this
+		// copy is rare).
+		d.gather = d.gather[:0]
+		for _, r := range c.Readable {
+			d.gather = append(d.gather, r...)
+		}
+		b = d.gather
+	}
+	if len(b) > 0 {
+		// b may alias guest RAM: out must be done with it when Write
 		// returns (io.Writer's contract).
 		n, err := d.out.Write(b)
 		d.stats.bytesOut.Add(uint64(n))

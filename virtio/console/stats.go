@@ -7,8 +7,8 @@ type Stats struct {
 	BytesOut uint64 // guest to host, written to out
 	BytesIn  uint64 // host to guest, written into receive buffers
 	Chains   uint64 // chains served, both queues
-	// OutErrors counts transmit buffers out refused (the guest has been
-	// told they were sent: a console cannot push back).
+	// OutErrors counts transmit chains whose Write out refused (the
+	// guest has been told they were sent: a console cannot push back).
 	OutErrors uint64
 }
 
