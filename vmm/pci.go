@@ -214,17 +214,19 @@ func (vm *VM) placeNotify(vf *virtioFunction, base uint64, decoding bool) {
 // A failure leaves the notifies to exit to user space (the transport
 // serves those too) and says so once.
 func (vm *VM) setNotifyFDs(vf *virtioFunction, base uint64, deassign bool) bool {
+	event := func(q int, flags uint32) kvm.IOEventFD {
+		return kvm.IOEventFD{Addr: base + vf.t.NotifyOffset(q), Len: 2, FD: int32(vf.t.NotifyFD(q)), Flags: flags}
+	}
+	var flags uint32
+	if deassign {
+		flags = kvm.IOEventFDFlagDeassign
+	}
 	for q := range vf.t.NumQueues() {
-		ev := kvm.IOEventFD{Addr: base + vf.t.NotifyOffset(q), Len: 2, FD: int32(vf.t.NotifyFD(q))}
-		if deassign {
-			ev.Flags = kvm.IOEventFDFlagDeassign
-		}
-		if err := vm.kvm.SetIOEventFD(ev); err != nil {
+		if err := vm.kvm.SetIOEventFD(event(q, flags)); err != nil {
 			if !deassign {
 				fmt.Fprintf(os.Stderr, "govmm: %s: queue notifies will exit to user space: %v\n", vf.name, err)
 				for r := range q {
-					ev := kvm.IOEventFD{Addr: base + vf.t.NotifyOffset(r), Len: 2, FD: int32(vf.t.NotifyFD(r)), Flags: kvm.IOEventFDFlagDeassign}
-					vm.kvm.SetIOEventFD(ev)
+					vm.kvm.SetIOEventFD(event(r, kvm.IOEventFDFlagDeassign))
 				}
 			}
 			return false
