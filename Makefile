@@ -9,20 +9,21 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps disk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
 # Debian packages, installed only when missing. BUILD_DEBS are what the
 # main job ('make run': govmm, the guests, the guest kernel, the initramfs)
 # needs: gcc/binutils/make build the guests (the kernel's own build
-# dependencies are guest/linux/build.sh's). TEST_DEBS are the tests' alone:
+# dependencies are guest/linux/build.sh's), e2fsprogs makes the demonstration
+# disk (make disk). TEST_DEBS are the tests' alone:
 # gcc checks the KVM ABI and builds the floor VMM (bench/floor: libc6-dev
 # and linux-libc-dev's <linux/kvm.h>); acpica-tools' iasl/acpiexec check the ACPI tables;
 # chromium renders the dashboard in the browser test; xz-utils, lz4, zstd
 # and bzip2 make the kernel-payload round trips the loader tests check;
 # e2fsprogs' mke2fs and debugfs write and read the virtio-blk tests' ext2 disks.
-BUILD_DEBS := gcc binutils make
+BUILD_DEBS := gcc binutils make e2fsprogs
 TEST_DEBS  := acpica-tools chromium xz-utils lz4 zstd bzip2 libc6-dev linux-libc-dev e2fsprogs
 # BENCH_DEBS are the benchmarks' alone: QEMU runs bench-rtt's guest under
 # KVM's in-kernel LAPIC, the reference its round trips are compared with.
@@ -95,14 +96,26 @@ $(FLOORVMM): bench/floor/floorvmm.c $(CACHE)/.test-deps
 # phases and the exit accounting. MODE=off|physical|cluster|mixed, CPUS=N.
 MODE ?= cluster
 CPUS ?= 2
-# What "make run" types at the guest's u-root shell before powering it off.
-EXEC ?= irqstat; ipibench -n 20
-run: build kernel initramfs
-	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --exec '$(EXEC)'
+# What "make run" types at the guest's u-root shell before powering it off:
+# the IPI counters and microbenchmark, then the virtio-blk disk mounted
+# and read, and blkbench's 4 KiB reads and writes on every CPU at once in
+# the disk's scratch area (after its 16 MiB filesystem).
+EXEC ?= irqstat; ipibench -n 20; mkdir /mnt; mount -t ext2 /dev/vda /mnt; cat /mnt/README; umount /mnt; blkbench -n 50 -rw both -offset 16777216 -size 8388608
+run: build kernel initramfs disk
+	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --exec '$(EXEC)'
+
+# The demonstration disk of make run and make shell: 24 MiB, an ext2
+# filesystem of 16 MiB holding a README (mke2fs -d, e2fsprogs), a scratch
+# area after it. Made once; the guest may change it.
+DISK := $(CACHE)/disk.img
+disk: $(DISK)
+$(DISK): $(CACHE)/.deps
+	@mkdir -p $(CACHE)/disk-root && echo "govmm's demonstration disk: virtio-blk, one queue per vCPU" > $(CACHE)/disk-root/README
+	@PATH=$$PATH:/usr/sbin:/sbin; rm -f $@.tmp && truncate -s 24M $@.tmp && mke2fs -q -F -t ext2 -b 1024 -d $(CACHE)/disk-root $@.tmp 16M && mv $@.tmp $@
 
 # The same guest with its u-root shell on this terminal (Ctrl-A x quits).
-shell: build kernel initramfs
-	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --timeout 0
+shell: build kernel initramfs disk
+	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --timeout 0
 
 # Guest user-space integrity (guest/cmd/ustress), not part of 'make test':
 # Go code recursing (stack growth), heap patterns across GC, copies into

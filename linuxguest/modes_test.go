@@ -1,6 +1,7 @@
 package linuxguest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/govmm/govmm/vmm"
@@ -22,5 +23,26 @@ func TestVMConfigRefuses(t *testing.T) {
 	}
 	if want := "govmm.apic=mixed quiet"; len(cfg.Cmdline) < len(want) || cfg.Cmdline[len(cfg.Cmdline)-len(want):] != want {
 		t.Errorf("command line %q does not end with %q", cfg.Cmdline, want)
+	}
+}
+
+// TestVMConfigConsole: govmm's kernel gets the virtio console and hvc0 as
+// its console; a stock kernel keeps the serial port; both print early
+// messages on the serial port.
+func TestVMConfigConsole(t *testing.T) {
+	for _, govmm := range []bool{true, false} {
+		cfg, _, err := VMConfig("cluster", 2, govmm, false, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, not := ConsoleVirtio, ConsoleSerial
+		if !govmm {
+			want, not = not, want
+		}
+		args := " " + cfg.Cmdline + " "
+		if cfg.VirtioConsole != govmm || !strings.Contains(args, " "+want+" ") || strings.Contains(args, " "+not+" ") ||
+			!strings.Contains(args, " earlyprintk=serial,ttyS0 ") {
+			t.Errorf("govmm kernel %v: virtio console %v, command line %q", govmm, cfg.VirtioConsole, cfg.Cmdline)
+		}
 	}
 }

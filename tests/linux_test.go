@@ -260,10 +260,24 @@ func tail(s string, n int) string {
 func TestBootGovmmKernelPV(t *testing.T) {
 	// Also halt polling, as govmm boot has it by default: Linux's idle
 	// halts and its IPIs' wake-ups run through the poll.
-	edit := func(c *vmm.Config) { c.TSCDeadline, c.HaltPoll = hostprobe.Off, vmm.DefaultHaltPoll }
+	// And a disk: blkbench's exits per I/O at queue depth 1 and 32 with
+	// PV EOI (the completion's EOI costs no exit).
+	disk := makeDisk(t, map[string]string{"host.txt": "pv\n"}, 8, 16)
+	off, n := disk.scratch()
+	edit := func(c *vmm.Config) {
+		c.TSCDeadline, c.HaltPoll, c.Disk = hostprobe.Off, vmm.DefaultHaltPoll, vmm.Disk{Path: disk.path}
+	}
+	bench := func(depth int) string {
+		return fmt.Sprintf("blkbench -n %d -depth %d -rw both -offset %d -size %d", 64/depth, depth, off, n)
+	}
 	lr := bootLinuxEdit(t, filepath.Join(cacheDir(), "linux", "vmlinux"), true, "cluster", 2, true, edit,
 		linuxguest.ShellCommands("ipibench -n 20", `section 3 exits: .*exits/IPI`,
-			"ipibench -storm -n 200", `govmm counted \d+ IPIs`)...)
+			"ipibench -storm -n 200", `govmm counted \d+ IPIs`,
+			bench(1), `blkbench: cpu 1 interrupts \d+`,
+			bench(32), `blkbench: cpu 1 interrupts \d+`)...)
+	for _, line := range regexp.MustCompile(`(?m)^blkbench: .*$`).FindAllString(lr.log, -1) {
+		t.Log(line)
+	}
 	vm := lr.vm
 	if tot := vm.Accounting().Report().Total; tot.ByCause["msr_tsc_deadline_write"] != 0 || tot.ByCause["msr_x2apic_timer_icr_write"] == 0 {
 		t.Errorf("TSC deadline off: %d TSC_DEADLINE writes, %d TMICT writes; want none and some",
@@ -298,7 +312,15 @@ func TestBootDebianKernel(t *testing.T) {
 	for _, mode := range []string{"off", "physical", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			bootLinux(t, kernel, false, mode, 1, false)
+			// The stock kernel enumerates the same PCI bus (its virtio
+			// drivers are modules the initramfs does not load).
+			disk := makeDisk(t, nil, 4, 4)
+			lr := bootLinuxEdit(t, kernel, false, mode, 1, false, func(c *vmm.Config) { c.Disk = vmm.Disk{Path: disk.path} })
+			for _, want := range []string{`pci 0000:00:00.0: \[1b36:0008\]`, `pci 0000:00:0\d.0: \[1af4:1042\]`} {
+				if !regexp.MustCompile(want).MatchString(lr.log) {
+					t.Errorf("the kernel log has no %q: the stock kernel did not enumerate the PCI bus", want)
+				}
+			}
 		})
 	}
 }
@@ -322,23 +344,43 @@ func TestBootDebianDefaultKernel(t *testing.T) {
 	}
 }
 
-// TestBootGovmmKernel boots govmm's own guest kernel in all four modes.
+// TestBootGovmmKernel boots govmm's own guest kernel in all four modes,
+// physical with AVIC-style delivery, each with a virtio-blk disk (one
+// queue and MSI-X vector per vCPU) and the virtio console as its console.
+// In the shell it mounts the disk, reads a file the test wrote, writes
+// one the test reads back after poweroff, and runs blkbench's reads and
+// writes on both CPUs at once in the disk's scratch area.
 func TestBootGovmmKernel(t *testing.T) {
 	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
 	for _, mode := range []string{"off", "physical", "cluster", "mixed"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
+			disk := makeDisk(t, map[string]string{"host.txt": "written by the host for mode " + mode + "\n"}, 16, 24)
+			off, n := disk.scratch()
+			avic := mode == "physical"
+			edit := func(c *vmm.Config) { c.Disk, c.AVIC = vmm.Disk{Path: disk.path}, avic }
 			// In the shell: arithmetic (so the echoed command line cannot
-			// match), then govmm's irqstat (a Go program reading /proc).
-			lr := bootLinux(t, kernel, true, mode, 2, false,
-				linuxguest.ShellCommands("echo govmm-$((40+2))", `govmm-42`, "irqstat", `CAL .*total`,
+			// match), the disk, then govmm's irqstat (a Go program reading /proc).
+			lr := bootLinuxEdit(t, kernel, true, mode, 2, false, edit,
+				linuxguest.ShellCommands("echo govmm-$((40+2))", `govmm-42`,
+					"mkdir /mnt", `\n\$ `,
+					"mount -t ext2 /dev/vda /mnt", `\n\$ `,
+					"cat /mnt/host.txt", `written by the host for mode `+mode,
+					"echo guest-$((6*7)) > /mnt/guest.txt", `\n\$ `,
+					"umount /mnt", `\n\$ `,
+					fmt.Sprintf("blkbench -n 20 -depth 2 -rw both -offset %d -size %d", off, n), `blkbench: cpu 1 interrupts \d+`,
+					"irqstat", `CAL .*total`,
 					"ipibench -storm -n 100", `govmm counted \d+ IPIs`)...)
 			checkStorm(t, lr, 2, 100)
+			if got, ok := readDiskFile(t, disk, "guest.txt"); got != "guest-42\n" {
+				t.Errorf("the guest's file reads back %q (found %v), want %q", got, ok, "guest-42\n")
+			}
 			vm := lr.vm
 			r := vm.Accounting().Report()
 			p := r.Platform
-			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations",
-				r.Total.IPISent, p.DevicePhysical, p.DeviceLogical)
+			checkBootDevices(t, lr, r, 2)
+			t.Logf("IPIs sent %v; device interrupts: %d physical, %d logical destinations, %d remapped",
+				r.Total.IPISent, p.DevicePhysical, p.DeviceLogical, p.Remapped)
 			switch mode {
 			case "mixed":
 				// Xen's mixed mode: IPIs cluster-addressed, device
@@ -362,9 +404,60 @@ func TestBootGovmmKernel(t *testing.T) {
 				if r.Total.IPISent["x2apic_logical"] != 0 {
 					t.Error("physical mode: cluster-addressed ICR writes")
 				}
+				if r.Delivery != "avic" {
+					t.Errorf("physical mode runs with --avic: delivery %q", r.Delivery)
+				}
+			}
+			// With the remapping unit every MSI-X message is in remappable
+			// format (an IRTE per vector); without it, compatibility format.
+			iommu := mode == "cluster" || mode == "mixed"
+			if iommu && p.Remapped < r.DeviceTotal() || !iommu && p.Remapped != 0 {
+				t.Errorf("%s: %d interrupts remapped, %d MSI-X deliveries; want all remapped: %v", mode, p.Remapped, r.DeviceTotal(), iommu)
 			}
 		})
 	}
+}
+
+// checkBootDevices checks a Linux boot's virtio devices from govmm's side:
+// the disk's queue vectors each went to the one CPU Linux's managed
+// affinity gave its queue (queue q to CPU q with as many queues as CPUs),
+// the console's output reached the console through its transmit queue,
+// and the exits the serial port cost.
+func checkBootDevices(t *testing.T, lr *linuxRun, r accounting.Report, cpus int) {
+	t.Helper()
+	var blk, con *accounting.DeviceReport
+	for i := range r.Devices {
+		switch r.Devices[i].Name {
+		case "virtio-blk":
+			blk = &r.Devices[i]
+		case "virtio-console":
+			con = &r.Devices[i]
+		}
+	}
+	if blk == nil || con == nil {
+		t.Fatalf("devices in the report: %+v, want virtio-blk and virtio-console", r.Devices)
+	}
+	queues := map[int]bool{}
+	for _, v := range blk.Vectors {
+		if v.Vector == 0 {
+			continue // configuration changes
+		}
+		q := v.Vector - 1
+		queues[q] = true
+		if q >= cpus || v.ByCPU[q] != v.Delivered || v.Delivered == 0 {
+			t.Errorf("virtio-blk queue %d (vector %d): %d delivered, by CPU %v; want all to CPU %d", q, v.Vector, v.Delivered, v.ByCPU, q)
+		}
+	}
+	if len(queues) != cpus {
+		t.Errorf("virtio-blk: interrupts from %d queues, want one per CPU (%d): %+v", len(queues), cpus, blk.Vectors)
+	}
+	var buf strings.Builder
+	accounting.WriteDeviceTable(&buf, r.Devices)
+	t.Logf("%s", buf.String())
+	if con.Total() == 0 {
+		t.Errorf("virtio-console: no interrupts: %+v", con.Vectors)
+	}
+	t.Logf("serial port exits %d (whole run)", r.Total.ByCause["pio_serial"])
 }
 
 func TestUserSpaceCrash(t *testing.T) {
