@@ -56,8 +56,8 @@ func TestSections(t *testing.T) {
 	if got := secs[0].CPUs[1].Total(); got != 2 {
 		t.Errorf("CPU 1 section exits = %d, want 2", got)
 	}
-	if all, own, _, _ := a.LastSection(1); all != 3 || own != 2 {
-		t.Errorf("LastSection(1) exits all %d own %d, want 3 and 2", all, own)
+	if c := a.LastSection(1); c.All != 3 || c.Own != 2 {
+		t.Errorf("LastSection(1) exits all %d own %d, want 3 and 2", c.All, c.Own)
 	}
 	r := a.Report()
 	_, js := rawJSON(t, r)
@@ -282,8 +282,8 @@ func TestCounterTables(t *testing.T) {
 			series[s] = true
 		}
 	}
-	if len(CPUCounterTable) != 10 || len(PlatformCounterTable) != 7 {
-		t.Errorf("%d vCPU and %d platform counters, want 10 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	if len(CPUCounterTable) != 11 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 11 and 7", len(CPUCounterTable), len(PlatformCounterTable))
 	}
 
 	// Distinct values in every counter: the snapshot, the difference, the
@@ -411,6 +411,9 @@ func TestDeviceIRQs(t *testing.T) {
 		}
 		return 0, 0
 	}
+	d.Queues = func() []QueueReport {
+		return []QueueReport{{Queue: 0, Label: "queue 0", Kicks: 9, Completed: 12, Interrupts: 3, Suppressed: 9}, {Queue: 1}}
+	}
 	d.Delivered(1, 0)
 	d.Delivered(1, 1)
 	d.Delivered(1, 1)
@@ -433,6 +436,9 @@ func TestDeviceIRQs(t *testing.T) {
 	if r.Total() != 4 {
 		t.Errorf("total %d, want 4", r.Total())
 	}
+	if len(r.Queues) != 1 || r.Queues[0].Suppressed != 9 {
+		t.Errorf("queues %+v, want queue 0 only (queue 1 counted nothing)", r.Queues)
+	}
 	vm := NewVM(2)
 	vm.Devices = []*DeviceIRQs{d}
 	if rep := vm.Report(); len(rep.Devices) != 1 || rep.Devices[0].Total() != 4 {
@@ -440,7 +446,8 @@ func TestDeviceIRQs(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteDeviceTable(&b, []DeviceReport{r})
-	for _, want := range []string{"00:02.0 virtio-blk   vector 1  queue 0           3: cpu0=1 cpu1=2", "(pended 4, dropped 1, refused 1)"} {
+	for _, want := range []string{"00:02.0 virtio-blk   vector 1  queue 0           3: cpu0=1 cpu1=2", "(pended 4, dropped 1, refused 1)",
+		"00:02.0 virtio-blk   queue  0  queue 0    9 kicks, 12 completed, 3 interrupts, 9 suppressed by the event index"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -220,9 +220,22 @@ const (
 var ipiNames = [...]string{"xapic_physical", "xapic_logical", "x2apic_physical", "x2apic_logical",
 	"broadcast", "self", "all_including_self", "all_excluding_self", "pv"}
 
+// DeviceMSI is no IPI kind: it tags device MSIs (PCI MSI and MSI-X) where
+// IPIs carry their kind, in the latency histograms (Latencies) and in the
+// charge of the exits an interrupt causes its receiver (VCPU.Charge), so
+// a device's interrupts are measured as its IPIs are.
+const DeviceMSI = NumIPIKinds
+
+// numLatencyKinds are the latency histograms' kinds: the IPI kinds, then
+// DeviceMSI.
+const numLatencyKinds = NumIPIKinds + 1
+
 func (k IPIKind) String() string {
-	if k < NumIPIKinds {
+	switch {
+	case k < NumIPIKinds:
 		return ipiNames[k]
+	case k == DeviceMSI:
+		return "device_msi"
 	}
 	return fmt.Sprintf("ipi%d", k)
 }

@@ -46,6 +46,9 @@ type CPUCounters[T any] struct {
 	HaltPolls     T `json:"halt_polls,omitempty" metric:"govmm_halt_polls_total" help:"Halts whose thread polled for a wake-up before sleeping." listed:"halts_polled" group:"halt polling"`
 	HaltPollHits  T `json:"halt_poll_hits,omitempty" metric:"govmm_halt_poll_hits_total" help:"Halt polls that saw the wake-up (the thread did not sleep)." listed:"woken_while_polling" group:"halt polling"`
 	HaltPollNanos T `json:"halt_poll_ns,omitempty" metric:"govmm_halt_poll_seconds_total" scale:"1e-9" help:"Host time the vCPU's thread spent polling in halts." listed:"ns_polled" group:"halt polling"`
+	// DeviceIRQExits are what IPIRecvExits are for IPIs, for device MSIs
+	// (tag DeviceMSI): what a device's interrupt costs its receiver.
+	DeviceIRQExits T `json:"device_irq_exits,omitempty" metric:"govmm_device_irq_receiver_exits_total" help:"Exits of the vCPU that device MSIs to it caused: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"all_devices" group:"receivers' exits caused by device MSIs (wake from HLT, kick, window, EOI)"`
 }
 
 // Inject counts one vector injected with KVM_INTERRUPT.
@@ -62,12 +65,15 @@ func (v *VCPU) Withdraw(vector uint8) {
 	v.Withdrawn.Add(1)
 }
 
-// ChargeIPI counts one exit of this vCPU to the IPI with latency tag tag,
-// whose value is the IPI's destination kind (vmm/latency.go); any other
+// Charge counts one exit of this vCPU to the interrupt with latency tag
+// tag: an IPI's destination kind (vmm/latency.go) or DeviceMSI; any other
 // tag charges nothing.
-func (v *VCPU) ChargeIPI(tag uint8) {
-	if tag < uint8(NumIPIKinds) {
+func (v *VCPU) Charge(tag uint8) {
+	switch {
+	case tag < uint8(NumIPIKinds):
 		v.IPIRecvExits[tag].Add(1)
+	case tag == uint8(DeviceMSI):
+		v.DeviceIRQExits.Add(1)
 	}
 }
 

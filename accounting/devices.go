@@ -29,6 +29,21 @@ type DeviceIRQs struct {
 	// or function was masked, and messages dropped because MSI-X was off
 	// (the PCI side keeps those counts; read only when reporting).
 	Held func(v int) (pended, dropped uint64)
+	// Queues, if set, returns the device's virtqueue counters (read only
+	// when reporting): notifications, completions, and the interrupts the
+	// driver's event index suppressed, which the vector counts cannot show.
+	Queues func() []QueueReport
+}
+
+// QueueReport is one virtqueue's counters as reported.
+type QueueReport struct {
+	Queue      int    `json:"queue"`
+	Label      string `json:"label,omitempty"`
+	Kicks      uint64 `json:"kicks"`      // driver notifications
+	Completed  uint64 `json:"completed"`  // chains put on the used ring
+	Interrupts uint64 `json:"interrupts"` // interrupts the queue sent
+	Suppressed uint64 `json:"suppressed"` // interrupts the event index (or NO_INTERRUPT) coalesced away
+	BadChains  uint64 `json:"bad_chains,omitempty"`
 }
 
 // NewDeviceIRQs returns counters for a device with vectors vectors on a
@@ -62,6 +77,7 @@ type DeviceReport struct {
 	Name    string         `json:"name"`
 	Address string         `json:"address"`
 	Vectors []VectorReport `json:"vectors"`
+	Queues  []QueueReport  `json:"queues,omitempty"`
 }
 
 // VectorReport is one vector's counts.
@@ -92,6 +108,13 @@ func (d *DeviceIRQs) Report() DeviceReport {
 		}
 		if vr.Delivered+vr.Pended+vr.Dropped+vr.Refused != 0 {
 			r.Vectors = append(r.Vectors, vr)
+		}
+	}
+	if d.Queues != nil {
+		for _, q := range d.Queues() {
+			if q.Kicks+q.Completed+q.Interrupts+q.Suppressed+q.BadChains != 0 {
+				r.Queues = append(r.Queues, q)
+			}
 		}
 	}
 	return r
@@ -141,6 +164,14 @@ func WriteDeviceTable(w io.Writer, devs []DeviceReport) {
 				extra = fmt.Sprintf("  (pended %d, dropped %d, refused %d)", v.Pended, v.Dropped, v.Refused)
 			}
 			fmt.Fprintf(w, "  %s %-12s vector %-2d %-10s %8d:%s%s\n", d.Address, d.Name, v.Vector, v.Label, v.Delivered, b.String(), extra)
+		}
+		for _, q := range d.Queues {
+			bad := ""
+			if q.BadChains != 0 {
+				bad = fmt.Sprintf(", %d bad chains", q.BadChains)
+			}
+			fmt.Fprintf(w, "  %s %-12s queue  %-2d %-10s %d kicks, %d completed, %d interrupts, %d suppressed by the event index%s\n",
+				d.Address, d.Name, q.Queue, q.Label, q.Kicks, q.Completed, q.Interrupts, q.Suppressed, bad)
 		}
 	}
 }

@@ -70,13 +70,14 @@ func (h *Histogram) Observe(ns int64) {
 	h.SumNs.Add(uint64(ns))
 }
 
-// Latencies are a VM's IPI latency histograms, per stage and per
-// destination kind of the IPI.
-type Latencies [NumLatencyStages][NumIPIKinds]Histogram
+// Latencies are a VM's interrupt latency histograms, per stage and per
+// destination kind of the IPI (device MSIs as one more kind, DeviceMSI).
+type Latencies [NumLatencyStages][numLatencyKinds]Histogram
 
-// Observe counts one latency of an IPI of kind k at stage s.
+// Observe counts one latency of an IPI of kind k (or a device MSI) at
+// stage s.
 func (l *Latencies) Observe(s LatencyStage, k IPIKind, ns int64) {
-	if s < NumLatencyStages && k < NumIPIKinds {
+	if s < NumLatencyStages && k < numLatencyKinds {
 		l[s][k].Observe(ns)
 	}
 }
@@ -106,7 +107,7 @@ type LatencyBucket struct {
 func (l *Latencies) Report() []LatencyReport {
 	var out []LatencyReport
 	for s := range NumLatencyStages {
-		for k := range NumIPIKinds {
+		for k := range IPIKind(numLatencyKinds) {
 			h := &l[s][k]
 			r := LatencyReport{Kind: k.String(), Stage: s.String(), SumNs: h.SumNs.Load()}
 			var counts [NumLatencyBuckets]uint64

@@ -39,10 +39,14 @@ func TestLatencyReport(t *testing.T) {
 	l.Observe(LatencyInjected, IPIX2APICPhysical, 5e6) // < 8388608
 	l.Observe(LatencyEnded, IPIParavirt, 100)
 	l.Observe(NumLatencyStages, IPIParavirt, 1) // ignored
-	l.Observe(LatencyEnded, NumIPIKinds, 1)     // ignored
+	l.Observe(LatencyEnded, DeviceMSI, 1)       // device MSIs: one more kind
+	l.Observe(LatencyEnded, DeviceMSI+1, 1)     // ignored
 	rs := l.Report()
-	if len(rs) != 2 {
-		t.Fatalf("%d histograms reported, want 2: %+v", len(rs), rs)
+	if len(rs) != 3 {
+		t.Fatalf("%d histograms reported, want 3: %+v", len(rs), rs)
+	}
+	if rs[2].Kind != "device_msi" || rs[2].Stage != "ended" || rs[2].Count != 1 {
+		t.Errorf("device MSI histogram %+v", rs[2])
 	}
 	r := rs[0]
 	if r.Kind != "x2apic_physical" || r.Stage != "injected" || r.Count != 100 || r.SumNs != 90*3000+9*20000+5e6 {

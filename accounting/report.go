@@ -236,6 +236,9 @@ func writeListed(w io.Writer, title, group string, table []Counter, at func(Coun
 // haltPolling is the group of the halt-polling counters (CPUCounters).
 const haltPolling = "halt polling"
 
+// deviceExits is the group of CPUCounters.DeviceIRQExits.
+const deviceExits = "receivers' exits caused by device MSIs (wake from HLT, kick, window, EOI)"
+
 // WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.
 func (r Report) WriteTable(w io.Writer) {
@@ -254,6 +257,7 @@ func (r Report) WriteTable(w io.Writer) {
 	writeLatency(w, r.Latency)
 	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
 	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)
+	writeListed(w, deviceExits, deviceExits, CPUCounterTable, r.Total.At)
 	// The platform's counters stay zero until an IOAPIC entry fires or a
 	// device sends an MSI (the others count what became of those), and so
 	// do the faults by reason: they are listed together or not at all.
@@ -265,6 +269,7 @@ func (r Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "\nsection %d\n", s.ID)
 		writeCPUTable(w, s.CPUs, s.Total)
 		writeCounts(w, fmt.Sprintf("section %d exits by cause", s.ID), s.Total.ByCause)
+		writeListed(w, fmt.Sprintf("section %d %s", s.ID, deviceExits), deviceExits, CPUCounterTable, s.Total.At)
 	}
 	if len(r.KVMStats) > 0 {
 		writeCounts(w, "KVM's own exit statistics (all vCPUs)", r.KVMStats)

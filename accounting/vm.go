@@ -85,26 +85,37 @@ func (a *VM) Sections() []Section {
 	return append([]Section(nil), a.sections...)
 }
 
-// LastSection sums the last closed section: exits of all vCPUs, exits of
-// cpu, IPIs delivered and IPIs sent (all kinds). Zeros before any section.
-func (a *VM) LastSection(cpu int) (all, own, delivered, sent uint64) {
+// SectionCounts are the sums of a measured section the guest reads back
+// through govmm's window port (devices.Marker).
+type SectionCounts struct {
+	All, Own       uint64 // exits of all vCPUs; of the reading vCPU
+	IPIsDelivered  uint64 // IPI destinations reached, all kinds
+	IPIsSent       uint64 // ICR writes and PV sends that sent an IPI
+	DeviceIRQExits uint64 // exits device MSIs caused their receivers, all vCPUs
+}
+
+// LastSection sums the last closed section as vCPU cpu reads it (zeros
+// before any).
+func (a *VM) LastSection(cpu int) SectionCounts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var c SectionCounts
 	if len(a.sections) == 0 {
-		return 0, 0, 0, 0
+		return c
 	}
 	sec := a.sections[len(a.sections)-1]
 	for i, s := range sec.CPUs {
 		for _, n := range s.Exits {
-			all += n
+			c.All += n
 			if i == cpu {
-				own += n
+				c.Own += n
 			}
 		}
 		for k := range s.IPIDelivered {
-			delivered += s.IPIDelivered[k]
-			sent += s.IPISent[k]
+			c.IPIsDelivered += s.IPIDelivered[k]
+			c.IPIsSent += s.IPISent[k]
 		}
+		c.DeviceIRQExits += s.DeviceIRQExits
 	}
-	return all, own, delivered, sent
+	return c
 }

@@ -239,6 +239,9 @@ func TestMetrics(t *testing.T) {
 	dev.Delivered(2, 1)
 	dev.Delivered(2, 1)
 	dev.Refused(2)
+	dev.Queues = func() []accounting.QueueReport {
+		return []accounting.QueueReport{{Queue: 1, Kicks: 5, Completed: 40, Interrupts: 2, Suppressed: 6}}
+	}
 	f.acct.Devices = []*accounting.DeviceIRQs{dev}
 	s := newServer(f, Options{})
 	srv := httptest.NewServer(s.Handler())
@@ -292,6 +295,8 @@ func TestMetrics(t *testing.T) {
 	want("govmm_ioapic_fired_total", nil, 7)
 	want("govmm_device_msix_interrupts_total", map[string]string{"device": "virtio-blk", "address": "00:02.0", "vector": "2", "cpu": "1"}, 2)
 	want("govmm_device_msix_undelivered_total", map[string]string{"address": "00:02.0", "vector": "2", "outcome": "refused"}, 1)
+	want("govmm_virtqueue_events_total", map[string]string{"device": "virtio-blk", "queue": "1", "event": "suppressed"}, 6)
+	want("govmm_virtqueue_events_total", map[string]string{"device": "virtio-blk", "queue": "1", "event": "completed"}, 40)
 	want("govmm_apic_tpr", map[string]string{"cpu": "0"}, 0x20)
 	want("govmm_info", map[string]string{"mode": "cluster x2apic"}, 1)
 	if fams["govmm_exits_total"].GetType().String() != "COUNTER" || fams["govmm_vcpu_state"].GetType().String() != "GAUGE" {

@@ -32,6 +32,7 @@ var (
 	descStarted      = prometheus.NewDesc("govmm_start_time_seconds", "When the VM started, in Unix seconds.", nil, nil)
 	descPhase        = prometheus.NewDesc("govmm_boot_phase_seconds", "When each boot milestone was reached, in seconds since the VM started.", []string{"phase"}, nil)
 	descDeviceIRQs   = prometheus.NewDesc("govmm_device_msix_interrupts_total", "PCI devices' MSI-X messages accepted, by device, vector (MSI-X table entry) and destination vCPU.", []string{"device", "address", "vector", "cpu"}, nil)
+	descQueueEvents  = prometheus.NewDesc("govmm_virtqueue_events_total", "virtio devices' virtqueue events, by device, queue and event: kicks (driver notifications), completed (chains on the used ring), interrupts (sent), suppressed (interrupts the driver's event index coalesced away), bad_chains.", []string{"device", "address", "queue", "event"}, nil)
 	descDeviceHeld   = prometheus.NewDesc("govmm_device_msix_undelivered_total", "PCI devices' MSI-X messages not delivered, by device, vector and what became of them (pended while masked, dropped while MSI-X was off, refused by remapping or the APICs).", []string{"device", "address", "vector", "outcome"}, nil)
 	descLatency      = prometheus.NewDesc("govmm_ipi_latency_seconds", "IPI latency from the send to a stage on the target (accepted, injected, ended), by destination kind.", []string{"kind", "stage"}, nil)
 )
@@ -85,7 +86,7 @@ func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descState, descTPR, descPPR, descIRR, descISR,
-		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency, descDeviceIRQs, descDeviceHeld} {
+		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency, descDeviceIRQs, descDeviceHeld, descQueueEvents} {
 		ch <- d
 	}
 	for _, d := range counterFamilies {
@@ -162,6 +163,15 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 				n    uint64
 			}{{"pended", v.Pended}, {"dropped", v.Dropped}, {"refused", v.Refused}} {
 				counter(descDeviceHeld, o.n, d.Name, d.Address, vec, o.name)
+			}
+		}
+		for _, q := range d.Queues {
+			queue := strconv.Itoa(q.Queue)
+			for _, e := range []struct {
+				name string
+				n    uint64
+			}{{"kicks", q.Kicks}, {"completed", q.Completed}, {"interrupts", q.Interrupts}, {"suppressed", q.Suppressed}, {"bad_chains", q.BadChains}} {
+				counter(descQueueEvents, e.n, d.Name, d.Address, queue, e.name)
 			}
 		}
 	}

@@ -1,5 +1,7 @@
 package devices
 
+import "github.com/govmm/govmm/accounting"
+
 // Marker is govmm's accounting-window port (0x660): a 32-bit write of N > 0
 // opens measured section N, a write of 0 closes it. The guest brackets the
 // code whose exits it wants counted exactly.
@@ -12,6 +14,9 @@ package devices
 //	IN 0x664  exits of the reading vCPU
 //	IN 0x668  IPIs delivered (destinations reached, all kinds)
 //	IN 0x66C  IPIs sent (ICR writes and PV sends)
+//	IN 0x674  exits device MSIs caused their receivers, all vCPUs (the
+//	          HLT exits they woke, the kicks and interrupt windows they
+//	          made, their EOIs: what a device's interrupts cost)
 //
 // And a running count the guest can compare with its own interrupt
 // counters (the low 32 bits: the guest subtracts two readings):
@@ -26,7 +31,7 @@ type Marker struct {
 	Mark func(cpu, id int)
 	// Last returns the counts of the last closed section as seen by cpu;
 	// nil reads as zeros.
-	Last func(cpu int) (all, own, delivered, sent uint64)
+	Last func(cpu int) accounting.SectionCounts
 	// Injected returns how often vector has been injected into cpu; nil
 	// reads as zeros.
 	Injected func(cpu int, vector uint8) uint64
@@ -37,24 +42,36 @@ type Marker struct {
 }
 
 // MarkerPorts is the number of ports from 0x660 the marker answers.
-const MarkerPorts = 0x14
+const MarkerPorts = 0x18
 
 // NewMarker returns a marker for cpus vCPUs.
-func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) (all, own, delivered, sent uint64),
+func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) accounting.SectionCounts,
 	injected func(cpu int, vector uint8) uint64) *Marker {
 	return &Marker{Mark: mark, Last: last, Injected: injected, vector: make([]uint8, cpus)}
 }
 
 func (m *Marker) In(cpu int, port uint16, data []byte) {
 	var v uint64
-	switch {
-	case port >= 0x670:
+	switch off := port &^ 3; {
+	case off == 0x670:
 		if m.Injected != nil && cpu < len(m.vector) {
 			v = m.Injected(cpu, m.vector[cpu]) & 0xFFFFFFFF
 		}
 	case m.Last != nil:
-		all, own, delivered, sent := m.Last(cpu)
-		v = min([4]uint64{all, own, delivered, sent}[port>>2&3], 0xFFFFFFFF)
+		c := m.Last(cpu)
+		switch off {
+		case 0x660:
+			v = c.All
+		case 0x664:
+			v = c.Own
+		case 0x668:
+			v = c.IPIsDelivered
+		case 0x66C:
+			v = c.IPIsSent
+		case 0x674:
+			v = c.DeviceIRQExits
+		}
+		v = min(v, 0xFFFFFFFF)
 	}
 	putLE(data, v)
 }

@@ -43,17 +43,17 @@ import (
 
 // Answers is what the probes found.
 type Answers struct {
-	Emulates           bool              `json:"emulates_kernel_code"`
-	TSCDeadlineReaches bool              `json:"tsc_deadline_reaches_govmm"`
-	X2APICMSRsReach    bool              `json:"x2apic_msrs_reach_govmm"`
-	ClaimedMSRs        map[string]bool   `json:"claimed_msrs_reach_govmm"`
-	IOEventFD          bool              `json:"ioeventfd"`
+	Emulates           bool            `json:"emulates_kernel_code"`
+	TSCDeadlineReaches bool            `json:"tsc_deadline_reaches_govmm"`
+	X2APICMSRsReach    bool            `json:"x2apic_msrs_reach_govmm"`
+	ClaimedMSRs        map[string]bool `json:"claimed_msrs_reach_govmm"`
+	IOEventFD          bool            `json:"ioeventfd"`
 	// IOEventFDMMIO: a 16-bit MMIO write to an address with an ioeventfd
 	// costs no exit either (virtio's queue notifications are MMIO writes).
-	IOEventFDMMIO bool `json:"ioeventfd_mmio"`
-	ExitRoundTripNs    float64           `json:"exit_round_trip_ns"`
-	Caps               map[string]bool   `json:"capabilities"`
-	Notes              map[string]string `json:"notes,omitempty"` // what each probe saw instead, where it matters
+	IOEventFDMMIO   bool              `json:"ioeventfd_mmio"`
+	ExitRoundTripNs float64           `json:"exit_round_trip_ns"`
+	Caps            map[string]bool   `json:"capabilities"`
+	Notes           map[string]string `json:"notes,omitempty"` // what each probe saw instead, where it matters
 }
 
 // Claimed is an MSR govmm claims with its MSR filter.

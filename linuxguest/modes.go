@@ -52,6 +52,32 @@ const (
 	ConsoleVirtio = "console=hvc0"
 )
 
+// SetConsole overrides VMConfig's choice of console: "serial" (ttyS0, no
+// virtio console device), "virtio" (hvc0 on the virtio console; a stock
+// kernel needs virtio_console built in), or "auto" (VMConfig's: virtio for
+// govmm's kernel). It is how the cost of each is compared on one kernel.
+func SetConsole(cfg *vmm.Config, console string) error {
+	var want, not string
+	switch console {
+	case "auto":
+		return nil
+	case "serial":
+		want, not, cfg.VirtioConsole = ConsoleSerial, ConsoleVirtio, false
+	case "virtio":
+		want, not, cfg.VirtioConsole = ConsoleVirtio, ConsoleSerial, true
+	default:
+		return fmt.Errorf("--console %q: want auto, serial or virtio", console)
+	}
+	args := strings.Fields(cfg.Cmdline)
+	for i, a := range args {
+		if a == not {
+			args[i] = want
+		}
+	}
+	cfg.Cmdline = strings.Join(args, " ")
+	return nil
+}
+
 // EmulatingHostCmdline keeps a kernel away from what an emulating host's
 // instruction emulator cannot run in kernel mode (docs/hosts.md; rdtscp, invpcid
 // and fsgsbase found by disassembling govmm's kernel, guest/linux/README.md).

@@ -46,3 +46,26 @@ func TestVMConfigConsole(t *testing.T) {
 		}
 	}
 }
+
+// TestSetConsole: serial and virtio swap the console= argument and the
+// device; auto keeps VMConfig's; anything else is refused.
+func TestSetConsole(t *testing.T) {
+	cfg, _, err := VMConfig("cluster", 2, true, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto := cfg
+	if err := SetConsole(&auto, "auto"); err != nil || auto.Cmdline != cfg.Cmdline || !auto.VirtioConsole {
+		t.Errorf("auto: %v, %q, virtio %v", err, auto.Cmdline, auto.VirtioConsole)
+	}
+	if err := SetConsole(&cfg, "serial"); err != nil || cfg.VirtioConsole || !strings.Contains(" "+cfg.Cmdline+" ", " "+ConsoleSerial+" ") ||
+		strings.Contains(cfg.Cmdline, ConsoleVirtio) {
+		t.Errorf("serial: %v, %q, virtio %v", err, cfg.Cmdline, cfg.VirtioConsole)
+	}
+	if err := SetConsole(&cfg, "virtio"); err != nil || !cfg.VirtioConsole || strings.Contains(cfg.Cmdline, ConsoleSerial) {
+		t.Errorf("virtio: %v, %q, virtio %v", err, cfg.Cmdline, cfg.VirtioConsole)
+	}
+	if err := SetConsole(&cfg, "vga"); err == nil {
+		t.Error("console vga accepted")
+	}
+}

@@ -76,3 +76,30 @@ func TestExitsChargedToTheIPI(t *testing.T) {
 	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 2, accounting.CauseKick: 1, accounting.CausePIOOther: 2,
 		accounting.CauseIRQWindow: 1})
 }
+
+// A device's MSI carries the tag DeviceMSI (vmm stamps it): the HLT exit
+// it wakes is charged to device interrupts, to no IPI.
+func TestExitsChargedToTheDeviceMSI(t *testing.T) {
+	r := newRigWith(t, 1, vlapic.Options{X2APIC: true, Latency: kindTags{}})
+	a := r.apics.LAPIC(0)
+	if err := a.SetBase(a.Base() | vlapic.BaseEXTD); err != nil {
+		t.Fatal(err)
+	}
+	r.enable(0)
+	f := newFake(open(kvm.ExitHLT), outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	r.waitState(0, StateHalted)
+	r.apics.Deliver(vlapic.Message{Vector: 0x70, Delivery: vlapic.Fixed, Dest: 0, Source: -1,
+		Stamp: r.apics.Stamp(uint8(accounting.DeviceMSI))})
+	wait()
+	s := r.acct.CPUs[0].Snapshot()
+	if s.DeviceIRQExits != 1 {
+		t.Errorf("%d exits charged to device MSIs, want 1 (the HLT it woke)", s.DeviceIRQExits)
+	}
+	for k, n := range s.IPIRecvExits {
+		if n != 0 {
+			t.Errorf("%d exits charged to IPIs of kind %v, want none", n, accounting.IPIKind(k))
+		}
+	}
+}

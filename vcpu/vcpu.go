@@ -240,7 +240,7 @@ func (v *VCPU) Run() error {
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
 	if p := v.look(); p.Work() || v.stopped() {
-		v.chargeIPI(p.Fixed, p.Vector)
+		v.charge(p.Fixed, p.Vector)
 		return accounting.CauseKick
 	}
 	return accounting.CauseKickSpurious
@@ -383,21 +383,22 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
 	if woke {
 		v.acct.Wakeups.Add(1)
-		v.chargeIPI(p.Fixed && ifFlag, p.Vector) // the HLT exit was the IPI's
+		v.charge(p.Fixed && ifFlag, p.Vector) // the HLT exit was the IPI's
 	}
 	return woke
 }
 
-// chargeIPI counts an exit of this vCPU, made for vector vec (if fixed),
-// to the IPI that requested it: the vector's latency tag, while it waits
-// unacknowledged, is the IPI's accounting kind (vmm/latency.go). A vector
-// no IPI requested (a timer's, a device's) charges nothing.
-func (v *VCPU) chargeIPI(fixed bool, vec uint8) {
+// charge counts an exit of this vCPU, made for vector vec (if fixed),
+// to the interrupt that requested it: the vector's latency tag, while it
+// waits unacknowledged, is the IPI's accounting kind or DeviceMSI for a
+// device's MSI (vmm/latency.go). A vector nothing stamped (a timer's, the
+// IOAPIC's) charges nothing.
+func (v *VCPU) charge(fixed bool, vec uint8) {
 	if !fixed {
 		return
 	}
 	if tag, ok := v.lapic.PendingTag(vec); ok {
-		v.acct.ChargeIPI(tag)
+		v.acct.Charge(tag)
 	}
 }
 

@@ -11,7 +11,7 @@ func TestEnter(t *testing.T) {
 	wr(t, a, RegTPR, 0x25)
 	wr(t, a, RegLVTTimer, 0x30|1<<17) // periodic
 	wr(t, a, RegTimerDCR, 0xB)        // divide by 1: 1 count = 1 ns at 1 GHz
-	wr(t, a, RegTimerICR, 500_000) // above KVM's 200 µs floor for periodic timers
+	wr(t, a, RegTimerICR, 500_000)    // above KVM's 200 µs floor for periodic timers
 	b.sink.take()
 	e := a.Enter()
 	if e.Fixed || !e.TimerArmed || e.TimerAt != 500_000 || e.CR8 != 2 {

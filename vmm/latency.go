@@ -8,7 +8,8 @@ import (
 // ipiLatency is the LAPICs' latency observer (vlapic.LatencyObserver): it
 // counts every IPI's latency into the VM's accounting histograms. A tag
 // is the IPI's accounting destination kind: ipiKind for an ICR or
-// SELF_IPI write, IPIParavirt for govmm's PV send-IPI (pvipi sets it).
+// SELF_IPI write, IPIParavirt for govmm's PV send-IPI (pvipi sets it);
+// device MSIs carry accounting.DeviceMSI (platform.sendMSI).
 type ipiLatency struct{ l *accounting.Latencies }
 
 func (o ipiLatency) Tag(m vlapic.Message, x2apic bool) uint8 { return uint8(ipiKind(m, x2apic)) }

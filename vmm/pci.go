@@ -157,6 +157,7 @@ func (vm *VM) addVirtio(name string, dev virtio.Device, class uint32, labels []s
 		_, pended, dropped = msix.Counts(v)
 		return pended, dropped
 	}
+	vf.irqs.Queues = func() []accounting.QueueReport { return queueReports(t.Stats(), labels[1:]) }
 	if vm.ioeventfds {
 		f.OnBARChange(func(bar int, base uint64, decoding bool) {
 			if bar == virtioBAR {
@@ -168,6 +169,21 @@ func (vm *VM) addVirtio(name string, dev virtio.Device, class uint32, labels []s
 	vm.pci.bySID[addr.SourceID()] = vf
 	vm.acct.Devices = append(vm.acct.Devices, vf.irqs)
 	return nil
+}
+
+// queueReports copies a transport's queue counters for the accounting;
+// labels[q] names queue q (its vector's label).
+func queueReports(st *virtio.TransportStats, labels []string) []accounting.QueueReport {
+	out := make([]accounting.QueueReport, len(st.Queues))
+	for q := range st.Queues {
+		s := &st.Queues[q]
+		out[q] = accounting.QueueReport{Queue: q, Kicks: s.Kicks.Load(), Completed: s.Pushed.Load(),
+			Interrupts: s.Interrupts.Load(), Suppressed: s.Suppressed.Load(), BadChains: s.BadChains.Load()}
+		if q < len(labels) {
+			out[q].Label = labels[q]
+		}
+	}
+	return out
 }
 
 func msixCause(off uint64, write bool) accounting.Cause { return accounting.CauseMMIOMSIXTable }

@@ -101,6 +101,9 @@ func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(c
 			return false // not an interrupt address: the write goes nowhere
 		}
 	}
+	// Stamped like an IPI (tag DeviceMSI): its latency is measured and the
+	// exits it costs its receiver are charged to device interrupts.
+	m.Stamp = p.apics.Stamp(uint8(accounting.DeviceMSI))
 	return p.deliver(m, accepted) > 0
 }
 

@@ -60,7 +60,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 // bootOptions is what 'govmm boot' was asked for.
 type bootOptions struct {
 	cpus                                                 int
-	mem, mode, kernel, initrd, appendArgs, jsonOut, exec string
+	mem, mode, kernel, initrd, appendArgs, console, jsonOut, exec string
 	timeout                                              time.Duration
 	quiet, decomp                                        bool
 	pvf                                                  pvFlags
@@ -78,6 +78,7 @@ func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	fs.StringVar(&o.kernel, "kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
 	fs.StringVar(&o.initrd, "initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
 	fs.StringVar(&o.appendArgs, "append", "", "extra kernel command-line arguments")
+	fs.StringVar(&o.console, "console", "auto", "the guest's console once its driver is up: serial (ttyS0), virtio (hvc0, the virtio console) or auto (virtio for govmm's kernel, serial for others); early messages are always on the serial port")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop the guest after this long (0: never)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not echo the guest console")
@@ -158,6 +159,9 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 // (and where it was read from) and the initramfs.
 func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
 	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pvf.config().PVIPI, o.appendArgs)
+	if err == nil {
+		err = linuxguest.SetConsole(&cfg, o.console)
+	}
 	if err != nil {
 		return cfg, m, "", err
 	}

@@ -29,6 +29,10 @@
 //	blkbench: exits/io 1.102
 //	blkbench: ipis-delivered 120     (IN 0x668)
 //	blkbench: ipis-sent 120          (IN 0x66C)
+//	blkbench: irq-exits 64010        (IN 0x674: exits the device's MSIs
+//	                                  caused their receivers: wake, kick,
+//	                                  window, EOI)
+//	blkbench: irq-exits/io 1.000
 //	blkbench: interrupts 64010       (all virtio block queues, all CPUs)
 //	blkbench: interrupts/io 1.000
 //	blkbench: cpu 0 interrupts 32005
@@ -42,7 +46,7 @@
 // virtio device when /sys/class/block/DEV/device names it, read before and
 // after the run). Without the accounting port (ioperm fails: not govmm's
 // kernel, or no CAP_SYS_RAWIO) blkbench says so on stderr, runs anyway and
-// prints "exits n/a" instead of the four marker lines.
+// prints "exits n/a" instead of the six marker lines.
 package main
 
 import (
@@ -228,6 +232,8 @@ func report(r *result) string {
 		p("exits/io %.3f", per(m.exits))
 		p("ipis-delivered %d", m.delivered)
 		p("ipis-sent %d", m.sent)
+		p("irq-exits %d", m.irqExits)
+		p("irq-exits/io %.3f", per(m.irqExits))
 	} else {
 		p("exits n/a")
 	}

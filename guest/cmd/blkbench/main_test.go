@@ -157,7 +157,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &result{cfg: c, cpus: 2, reads: 1000, writes: 1000, elapsed: 2 * time.Second,
-		marks: &markCounts{exits: 3000, delivered: 10, sent: 12}, irqs: diff(t), virtio: "virtio0"}
+		marks: &markCounts{exits: 3000, delivered: 10, sent: 12, irqExits: 2100}, irqs: diff(t), virtio: "virtio0"}
 	want := `blkbench: dev /dev/vda rw both bs 4096 depth 1 cpus 2 threads 2 offset 1048576 size 4194304
 blkbench: requests 2000
 blkbench: reads 1000
@@ -168,6 +168,8 @@ blkbench: exits 3000
 blkbench: exits/io 1.500
 blkbench: ipis-delivered 10
 blkbench: ipis-sent 12
+blkbench: irq-exits 2100
+blkbench: irq-exits/io 1.050
 blkbench: interrupts 2002
 blkbench: interrupts/io 1.001
 blkbench: cpu 0 interrupts 1000
