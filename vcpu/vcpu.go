@@ -259,6 +259,20 @@ func (v *VCPU) look() vlapic.Pending {
 	return p
 }
 
+// enter is look with the timer's tick, CR8 and the timer's deadline, in
+// one LAPIC lock round trip (vlapic.LAPIC.Enter) where Tick, look and
+// syncTimer take three: what an entry, and each turn of a halt's wait,
+// needs. A PV EOI the guest did is completed first (its vector would hide
+// a lower one), as look does.
+func (v *VCPU) enter() (vlapic.Pending, vlapic.Entry) {
+	v.pveoi.Sync()
+	e := v.lapic.Enter()
+	v.latch(e.Events)
+	p := e.Pending
+	p.Events = v.events
+	return p, e
+}
+
 // errStop ends the loop quietly (the VM is ending).
 var errStop = errors.New("stop")
 
@@ -287,15 +301,7 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 // errStop if the VM ended while the vCPU was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
-	// One LAPIC lock round trip on the common path (vlapic.LAPIC.Enter:
-	// the timer's tick, the events, the vector to present, CR8 and the
-	// timer's deadline), after a PV EOI the guest did is completed (its
-	// vector would hide a lower one), as look does.
-	v.pveoi.Sync()
-	e := v.lapic.Enter()
-	v.latch(e.Events)
-	p := e.Pending
-	p.Events = v.events
+	p, e := v.enter()
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
 	if v.events.INIT {
@@ -407,14 +413,14 @@ func (v *VCPU) charge(fixed bool, vec uint8) {
 func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 	polled, slept := false, false
 	for {
-		v.lapic.Tick()
-		if p := v.look(); p.Wakes(ifFlag) {
+		p, e := v.enter()
+		if p.Wakes(ifFlag) {
 			if polled && !slept {
 				v.acct.HaltPollHits.Add(1)
 			}
 			return p, true
 		}
-		v.syncTimer()
+		v.syncTimerTo(e.TimerAt, e.TimerArmed)
 		if !polled {
 			polled = true
 			if v.pollWake(start) {
