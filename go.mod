@@ -3,6 +3,7 @@ module github.com/govmm/govmm
 go 1.26.8
 
 require (
+	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/prometheus/client_golang v1.25.0
@@ -11,7 +12,7 @@ require (
 	github.com/ulikunitz/xz v0.5.17
 	golang.org/x/arch v0.33.0
 	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.37.0
+	golang.org/x/term v0.46.0
 )
 
 require (
@@ -50,6 +51,7 @@ require (
 	github.com/vishvananda/netns v0.0.4 // indirect
 	golang.org/x/exp v0.0.0-20250305212735-054e65f0b394 // indirect
 	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect

@@ -46,12 +46,17 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", b.kpath, err)
 	}
 	defer vm.Close()
-	res, err := runVM(vm, b.con, dashboard.Info{Mode: b.mode.Name, Kernel: b.kpath}, o.dash, b.in, o.timeout, stderr)
+	jf, err := createJSONReport(o.jsonOut)
+	if err != nil {
+		return 0, err
+	}
+	defer jf.Close()
+	res, err := runVM(vm, b.con, dashboard.Info{Mode: b.mode.Name, Kernel: b.kpath}, o.vmFlags, b.in, o.timeout, stderr)
 	if err != nil {
 		return 0, err
 	}
 	st := linuxguest.ParseLog(b.con.Log())
-	if err := o.report(stdout, vm, b, res, st); err != nil {
+	if err := o.report(stdout, vm, b, res, st, jf); err != nil {
 		return 0, err
 	}
 	return 0, o.verdict(stdout, vm, b.mode, res, st)
@@ -92,6 +97,9 @@ func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
+	}
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -191,7 +199,7 @@ func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
 // report prints how the boot went: the phases, the SYSCALL doorbell and
 // XSAVE traffic, the host answers used, what the kernel log says, the
 // accounting table (and its JSON, --json).
-func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm.Result, st linuxguest.State) error {
+func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm.Result, st linuxguest.State, jf *os.File) error {
 	report := vm.Accounting().Report()
 	fmt.Fprintf(stdout, "\ngovmm boot: --x2apic=%s, %d vCPUs, %s delivery, guest ran %v, ended by %s\n", o.mode, o.cpus,
 		b.cfg.Delivery(), res.Duration.Round(time.Millisecond), res.How)
@@ -202,7 +210,7 @@ func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm
 	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
 		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
-	return writeJSONReport(o.jsonOut, vm, report)
+	return writeJSONReport(jf, vm, report)
 }
 
 // verdict is boot's outcome: the guest ended by the user is a success
@@ -242,17 +250,25 @@ type jsonReport struct {
 	BusMap []exitbus.Entry `json:"bus_map"`
 }
 
-// writeJSONReport writes vm's accounting and bus map as JSON to path
-// (--json), if set.
-func writeJSONReport(path string, vm *vmm.VM, report accounting.Report) error {
+// createJSONReport creates the --json file (nil for none) before the
+// guest runs: the sandbox allows no file to be opened once it does.
+func createJSONReport(path string) (*os.File, error) {
 	if path == "" {
-		return nil
+		return nil, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("--json: %w", err)
 	}
-	defer f.Close()
+	return f, nil
+}
+
+// writeJSONReport writes vm's accounting and bus map as JSON to f (the
+// --json file), if there is one.
+func writeJSONReport(f *os.File, vm *vmm.VM, report accounting.Report) error {
+	if f == nil {
+		return nil
+	}
 	e := json.NewEncoder(f)
 	e.SetIndent("", "  ")
 	return e.Encode(jsonReport{report, vm.Map()})

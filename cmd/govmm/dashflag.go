@@ -67,7 +67,12 @@ func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Inf
 // dump and the console input (a terminal in raw mode, its escapes and
 // signals) around it: what run and boot share. The terminal is back in its
 // own mode when runVM returns.
-func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, d dashFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
+//
+// Everything is open by then (the dashboard listening, console input
+// started), so the sandbox (--sandbox, --user) goes on just before the
+// guest runs.
+func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, f vmFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
+	d := f.dash
 	stopDash, err := d.start(vm, con, info, stderr)
 	if err != nil {
 		return vmm.Result{}, err
@@ -82,5 +87,8 @@ func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, d dashFlags
 		return vmm.Result{}, err
 	}
 	defer endInput()
+	if err := f.sandbox.install(stderr); err != nil {
+		return vmm.Result{}, err
+	}
 	return vm.Run(timeout), nil
 }

@@ -32,11 +32,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("%s: %w", o.kernelPath, err)
 	}
 	defer vm.Close()
-	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: o.kernelPath}, o.dash, in, o.timeout, stderr)
+	jf, err := createJSONReport(o.jsonOut)
 	if err != nil {
 		return 0, err
 	}
-	if err := o.report(stdout, vm, res); err != nil {
+	defer jf.Close()
+	res, err := runVM(vm, nil, dashboard.Info{Mode: "bare-metal", Kernel: o.kernelPath}, o.vmFlags, in, o.timeout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	if err := o.report(stdout, vm, res, jf); err != nil {
 		return 0, err
 	}
 	if user, err := stoppedBy(res.How); user {
@@ -91,6 +96,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 		return nil, errors.New("run needs a KERNEL image")
 	}
 	o.kernelPath, o.guestArgs = fs.Arg(0), fs.Args()[1:]
+	if err := o.sandbox.check(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -128,7 +136,7 @@ func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, erro
 // report prints the run time, the host answers used and the accounting
 // table (unless --quiet), with KVM's own exit statistics; and writes the
 // JSON (--json).
-func (o *runOptions) report(stdout io.Writer, vm *vmm.VM, res vmm.Result) error {
+func (o *runOptions) report(stdout io.Writer, vm *vmm.VM, res vmm.Result, jf *os.File) error {
 	report := vm.Accounting().Report()
 	if stats, err := vm.KVMStats(); err == nil {
 		report.KVMStats = exitStats(stats)
@@ -138,7 +146,7 @@ func (o *runOptions) report(stdout io.Writer, vm *vmm.VM, res vmm.Result) error 
 		writeHostUsed(stdout, vm)
 		report.WriteTable(stdout)
 	}
-	return writeJSONReport(o.jsonOut, vm, report)
+	return writeJSONReport(jf, vm, report)
 }
 
 // exitStats keeps KVM's statistics that count exits.

@@ -16,13 +16,15 @@ type vmFlags struct {
 	conIn     consoleFlag
 	// disk is --disk: the virtio-blk image (no Path: none).
 	disk *vmm.Disk
+	sandbox sandboxFlags
 }
 
 func addVMFlags(fs *flag.FlagSet) vmFlags {
 	disk := &vmm.Disk{}
 	fs.Func("disk", "a raw disk image for a virtio-blk device with one queue per vCPU: FILE, FILE,ro (read-only) or FILE,rw",
 		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
-	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs), disk: disk}
+	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs), disk: disk,
+		sandbox: addSandboxFlags(fs)}
 }
 
 // vmUsage is the -h text of run and boot: the usage line, the flags and
