@@ -64,11 +64,11 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 
 // bootOptions is what 'govmm boot' was asked for.
 type bootOptions struct {
-	cpus                                                 int
+	cpus                                                          int
 	mem, mode, kernel, initrd, appendArgs, console, jsonOut, exec string
-	timeout                                              time.Duration
-	quiet, decomp                                        bool
-	pvf                                                  pvFlags
+	timeout                                                       time.Duration
+	quiet, decomp                                                 bool
+	pvf                                                           pvFlags
 	vmFlags
 }
 

@@ -15,7 +15,7 @@ type vmFlags struct {
 	hostFlags func(*vmm.Config) error
 	conIn     consoleFlag
 	// disk is --disk: the virtio-blk image (no Path: none).
-	disk *vmm.Disk
+	disk    *vmm.Disk
 	sandbox sandboxFlags
 }
 
