@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps disk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -191,6 +191,12 @@ $(CACHE)/.bench-deps: Makefile
 # BENCH_EXITS_FLAGS adds flags (e.g. --count 100000 --reps 9).
 bench-exits: build guests floorvmm
 	@$(BIN) bench-exits --out $(CACHE)/bench-exits $(BENCH_EXITS_FLAGS)
+
+# virtio-blk against the image read directly on the host, same pattern, one
+# run (scripts/bench-blk.sh): IOPS ratio, exits and device-interrupt exits
+# per I/O at queue depth 1 and 32. MODE as for make run.
+bench-blk: build kernel initramfs disk
+	@GO=$(GO) scripts/bench-blk.sh $(CACHE) $(BIN) $(MODE)
 
 vet:
 	$(GO) vet ./...

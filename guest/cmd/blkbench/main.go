@@ -82,6 +82,7 @@ type config struct {
 	bs          int64
 	offset      int64
 	size        int64
+	marker      bool
 	offsetGiven bool
 	sizeGiven   bool
 }
@@ -99,6 +100,7 @@ func parseArgs(args []string) (*config, error) {
 	fs.StringVar(&c.rw, "rw", "read", "read, write or both (alternating)")
 	fs.Int64Var(&c.bs, "bs", align, "bytes per request, a multiple of 4096")
 	fs.Int64Var(&c.offset, "offset", 0, "start of the region, bytes, a multiple of 4096 (needed for writes)")
+	fs.BoolVar(&c.marker, "marker", true, "read govmm's counts through its accounting port (only in a govmm guest: -marker=false anywhere else, where port 0x660 is not govmm's)")
 	fs.Int64Var(&c.size, "size", 0, "length of the region, bytes (needed for writes; reads: default the rest of the device)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -341,10 +343,13 @@ func run(c *config) (*result, error) {
 	// The accounting port is this thread's (ioperm): stay on it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	m, err := openMarker()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "blkbench: %v: running without govmm's counts\n", err)
-		m = nil
+	var m *marker
+	if c.marker {
+		var err error
+		if m, err = openMarker(); err != nil {
+			fmt.Fprintf(os.Stderr, "blkbench: %v: running without govmm's counts\n", err)
+			m = nil
+		}
 	}
 
 	// Every worker thread blocks in pread/pwrite: give each its own P so
