@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -69,6 +69,12 @@ kernel: deps
 # Debian's stock cloud kernel, booted in CI beside govmm's own.
 debian-kernel: deps
 	@scripts/debian-kernel.sh $(CACHE)
+
+# Debian's stock cloud kernel in all three modes stock Linux has (CI boots
+# it in cluster mode only), side by side, one vCPU each.
+boot-debian: build initramfs debian-kernel test-deps
+	GOVMM_DEBIAN_MODES=off,physical,cluster GOVMM_LINUX_BOOT_LIMIT=80m \
+	  $(GO) test -count=1 -timeout 180m -v -run 'TestBootDebianKernel' ./tests/
 
 # Debian's default kernel (linux-image-amd64, xz+BCJ payload) in off,
 # physical and cluster mode to the u-root shell, one vCPU each, the three

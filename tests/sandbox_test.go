@@ -23,6 +23,7 @@ import (
 // report and its JSON) runs under the filter, and a disk file the guest
 // writes reaches the image.
 func TestBootSandboxed(t *testing.T) {
+	t.Parallel()
 	needKVM(t)
 	bin := govmmBin(t)
 	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
