@@ -22,7 +22,8 @@ iops() { awk '/iops/ {print $3}'; }
 declare -A h1 h2 g
 for d in 1 32; do h1[$d]=$(host $d | iops); done
 out=$work/guest.log
-"$bin" boot --x2apic="$mode" --cpus 2 --disk "$work/disk.img" --quiet --exec \
+# The console (with blkbench's lines) and the report go to the log.
+"$bin" boot --x2apic="$mode" --cpus 2 --disk "$work/disk.img" --exec \
 	"blkbench -n $((n / 4)) -depth 1 -rw both -offset $off -size $size; blkbench -n $((n / 4)) -depth 32 -rw both -offset $off -size $size" \
 	> "$out" 2>&1 || { tail -40 "$out"; exit 1; }
 for d in 1 32; do h2[$d]=$(host $d | iops); done
