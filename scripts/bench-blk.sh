@@ -27,10 +27,10 @@ out=$work/guest.log
 	"blkbench -n $((n / 4)) -depth 1 -rw both -offset $off -size $size; blkbench -n $((n / 4)) -depth 32 -rw both -offset $off -size $size" \
 	> "$out" 2>&1 || { tail -40 "$out"; exit 1; }
 for d in 1 32; do h2[$d]=$(host $d | iops); done
-grep -E '^blkbench: ' "$out" > "$work/guest.txt" || true
+tr -d '\r' < "$out" | grep -E '^blkbench: ' > "$work/guest.txt" || true
 printf '%-6s %12s %12s %10s %10s %12s\n' depth host-iops guest-iops ratio exits/io irq-exits/io
 for d in 1 32; do
-	blk=$(awk -v d=$d '/^blkbench: dev/ {cur=($8==d)} cur' "$work/guest.txt")
+	blk=$(awk -v d=$d '/^blkbench: dev/ {cur=($9==d)} cur' "$work/guest.txt")
 	gi=$(echo "$blk" | awk '/iops/ {print $3}')
 	ex=$(echo "$blk" | awk '/exits\/io/ && !/irq/ {print $3}')
 	ix=$(echo "$blk" | awk '/irq-exits\/io/ {print $3}')
