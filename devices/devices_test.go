@@ -2,6 +2,7 @@ package devices
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/govmm/govmm/accounting"
@@ -31,6 +32,27 @@ func TestFwCfg(t *testing.T) {
 	}
 	if got := read(0x1234, 2); got[0] != 0 || got[1] != 0 {
 		t.Errorf("unknown key reads % x", got)
+	}
+	if got := read(FwCfgFileDir, 4); string(got) != "\x00\x00\x00\x00" {
+		t.Errorf("empty file directory % x", got)
+	}
+	key, err := f.AddFile("etc/govmm/busmap", []byte("map!"))
+	if err != nil || key != FwCfgFileFirst {
+		t.Fatalf("AddFile: key %#x, %v", key, err)
+	}
+	if _, err := f.AddFile("etc/govmm/busmap", nil); err == nil {
+		t.Error("a file added twice")
+	}
+	if _, err := f.AddFile(strings.Repeat("x", 56), nil); err == nil {
+		t.Error("a 56-byte name accepted")
+	}
+	dir := read(FwCfgFileDir, 4+64)
+	// Big-endian count 1, size 4, key 0x20, then the name.
+	if string(dir[:10]) != "\x00\x00\x00\x01\x00\x00\x00\x04\x00\x20" || !strings.HasPrefix(string(dir[12:]), "etc/govmm/busmap\x00") {
+		t.Errorf("file directory % x", dir)
+	}
+	if got := read(key, 4); string(got) != "map!" {
+		t.Errorf("file reads %q", got)
 	}
 }
 

@@ -111,6 +111,12 @@ func (f *fakeCPU) Run() error {
 	f.run.DirtyRegs = 0
 	if f.immediate.Load() {
 		e.immediate = true
+		// KVM completes the last exit first: an MSR error is then a
+		// pending #GP, and that exit is done with.
+		if e.exception >= 0 {
+			f.exc = e.exception
+		}
+		f.last = nil
 		if f.queued >= 0 {
 			f.run.ReadyForInterruptInjection = 0
 		}

@@ -270,7 +270,8 @@ func TestInitSIPI(t *testing.T) {
 	if len(seen) != len(want) || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
 		t.Fatalf("CS:IP in the guest %+v, want %+v", seen, want)
 	}
-	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, -1))
+	// The third: INIT completes the exit it interrupted (completeExit).
+	wantEntries(t, f, e(false, -1), e(false, -1), entry{inject: -1, exception: -1, immediate: true}, e(false, -1), e(false, -1))
 	r.wantExits(1, map[accounting.Cause]uint64{accounting.CauseKickSpurious: 1, accounting.CauseKick: 1, accounting.CausePIOOther: 1})
 	r.counters(1, 0, 2, 2)
 	if pv.reset != 1 {
@@ -468,5 +469,48 @@ func TestExitsReadOnlyGeneralRegisters(t *testing.T) {
 	}
 	if f.sregsGets != 0 {
 		t.Errorf("%d KVM_GET_SREGS for exits that need no segment state", f.sregsGets)
+	}
+}
+
+// INIT reaching a vCPU between an exit and the next entry: KVM would
+// complete that exit (here: #GP for an MSR govmm refused) at the next
+// KVM_RUN, on the real-mode state SIPI sets up. The loop completes it
+// first (KVM_RUN with immediate_exit) and drops what that queued, so the
+// start-up entry carries no exception. Found by the in-guest fuzzer
+// (guest/baremetal/fuzz.c, seed 1): an AP's trampoline died on its far
+// jump with a #GP pending.
+func TestInitCompletesLastExit(t *testing.T) {
+	r := newRig(t, 2)
+	r.fakes[0] = newFake()
+	init := func(f *fakeCPU) { r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1}) }
+	var cs []uint16
+	rec := func(f *fakeCPU) { cs = append(cs, f.sregs.CS.Selector) }
+	f := newFake(open(kvm.ExitHLT).with(rec), msrExit(true, 0x4D564FFF, 1).with(init), outb(0x80, 0).with(rec))
+	r.fakes[1] = f
+	wait := r.start()
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
+	r.waitState(1, StateHalted)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 1, Source: -1}) // wakes the HLT
+	for f.n < 2 || r.cpus[1].State() != StateWaitSIPI {
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x30, Dest: 1, Source: -1})
+	wait()
+	if len(cs) != 2 || cs[0] != 0x2000 || cs[1] != 0x3000 {
+		t.Fatalf("CS in the guest %#x, want 0x2000 then 0x3000", cs)
+	}
+	var imm []entry
+	for _, en := range f.entries {
+		if en.immediate {
+			imm = append(imm, en)
+		}
+	}
+	if len(imm) == 0 || imm[len(imm)-1].exception != 13 {
+		t.Errorf("entries %+v: want an immediate_exit KVM_RUN that completes the refused WRMSR (#GP)", f.entries)
+	}
+	if last := f.entries[len(f.entries)-1]; last.exception != -1 || last.immediate {
+		t.Errorf("start-up entry %+v: want no exception queued", last)
 	}
 }

@@ -306,6 +306,9 @@ func (v *VCPU) prepareEntry() error {
 	v.cr8 = e.CR8
 	if v.events.INIT {
 		v.events.INIT = false
+		if err := v.completeExit(); err != nil {
+			return err
+		}
 		v.pveoi.Reset()
 		v.lapic.InitReset()
 		if !v.waitSIPI() {
@@ -463,6 +466,44 @@ func (v *VCPU) pollWake(start int64) bool {
 	default:
 		return false
 	}
+}
+
+// completeExit ends, before INIT, the exit the vCPU last took. KVM
+// finishes a user-space exit only at the start of the next KVM_RUN
+// (kvm_arch_vcpu_ioctl_run calls complete_userspace_io first: an IN's or
+// MMIO read's data into its register and RIP past the instruction,
+// complete_emulated_msr_access's #GP for an MSR govmm refused, RIP past a
+// WRMSR it took). Left for the first KVM_RUN after SIPI, that completion
+// would act on the real-mode start-up state: skip bytes of the
+// trampoline, or queue a #GP there, which KVM, emulating the real-mode
+// code on hosts without unrestricted guest, reports as an emulation
+// failure (the in-guest fuzzer found this: an AP that took an MSR exit
+// just as another CPU's INIT reached it died on its trampoline's far
+// jump). So: KVM_RUN with immediate_exit, which completes the exit and
+// returns EINTR without entering the guest, then drop any event that
+// completion queued, as INIT does (kvm_vcpu_reset(init_event) clears
+// the exception and interrupt queues and pending NMIs).
+func (v *VCPU) completeExit() error {
+	v.kvm.SetImmediateExit(true)
+	err := v.kvm.Run()
+	// As after every KVM_RUN (Run): a kick that came meanwhile is seen
+	// by the look that follows INIT.
+	v.kickPending.Store(false)
+	v.kvm.SetImmediateExit(false)
+	if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+		return fmt.Errorf("KVM_RUN to complete the last exit before INIT: %w", err)
+	}
+	ev, err := v.kvm.Events()
+	if err != nil {
+		return err
+	}
+	ev.Exception.Injected, ev.Exception.Pending, ev.Exception.HasErrorCode = 0, 0, 0
+	ev.ExceptionHasPayload, ev.ExceptionPayload = 0, 0
+	ev.Interrupt.Injected, ev.Interrupt.Shadow = 0, 0
+	ev.NMI.Injected, ev.NMI.Pending = 0, 0
+	ev.Flags = kvm.VCPUEventValidNMIPending | kvm.VCPUEventValidShadow
+	v.exceptionQueued = false
+	return v.kvm.SetEvents(ev)
 }
 
 // waitSIPI parks the vCPU until a Startup IPI, then puts it in real mode at

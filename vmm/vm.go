@@ -52,6 +52,7 @@ type VM struct {
 	plat   *platform
 	pv     pvUnits
 	serial *devices.Serial
+	fwcfg  *devices.FwCfg // gets the exit bus map once the bus is complete (New)
 	// pci is the PCI bus and its virtio devices; nil when the
 	// configuration asks for no PCI device (Config.wantsPCI).
 	pci *pciDevices
@@ -174,6 +175,11 @@ func New(cfg Config) (vm *VM, err error) {
 		}
 	}
 	if err = vm.kvm.SetMSRFilter(msrFilter(&vm.bus)); err != nil {
+		return nil, err
+	}
+	// The complete map, for guests that target what govmm serves (the
+	// in-guest fuzzer, guest/baremetal/fuzz.c).
+	if _, err = vm.fwcfg.AddFile(exitbus.MapFileName, exitbus.EncodeMap(vm.bus.Map())); err != nil {
 		return nil, err
 	}
 	return vm, nil
@@ -311,11 +317,12 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 
 func (vm *VM) setupDevices() error {
 	vm.serial = devices.NewSerial(vm.cfg.Console)
+	vm.fwcfg = devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize)
 	vm.serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
 	return vm.registerPorts([]portDevice{
 		{PortSerial, 8, "COM1 serial", accounting.CausePIOSerial, vm.serial},
 		{PortDebugExit, 4, "debug exit", accounting.CausePIODebugExit, &devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }}},
-		{PortFwCfg, 2, "fw_cfg", accounting.CausePIOFwCfg, devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize)},
+		{PortFwCfg, 2, "fw_cfg", accounting.CausePIOFwCfg, vm.fwcfg},
 		{PortTestDev, 24, "pc-testdev", accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine}},
 		{PortMSITest, 16, "MSI test device", accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
 		{PortMark, devices.MarkerPorts, "accounting marker", accounting.CausePIOMark,

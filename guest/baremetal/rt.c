@@ -239,7 +239,7 @@ u32 param_u32(const char *key, u32 def)
 }
 
 /* ---- fw_cfg: 16-bit key to 0x510, little-endian bytes from 0x511 ---- */
-static void fw_cfg_read(u16 key, void *buf, int len)
+void fw_cfg_read(u16 key, void *buf, int len)
 {
 	outw(0x510, key);
 	for (int i = 0; i < len; i++)

@@ -92,6 +92,7 @@ int govmm_doorbell(void);                /* CPUID offers the SYSCALL doorbell */
 extern const char guest_name[];          /* defined by each guest */
 void test_main(void);                    /* defined by each guest */
 extern int ncpus;                        /* fw_cfg key 0x05 */
+void fw_cfg_read(u16 key, void *buf, int len); /* len bytes of item key */
 const char *param(const char *key);      /* "key=value" word of the cmdline */
 u32 param_u32(const char *key, u32 def); /* decimal or 0x-hex */
 int streq(const char *a, const char *b);
