@@ -46,7 +46,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		return v.recover()
 	case kvm.ExitShutdown:
 		v.acct.Exit(accounting.CauseShutdown)
-		return errors.New(shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP))
+		return shutdownError(shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP))
 	case kvm.ExitFailEntry:
 		v.acct.Exit(accounting.CauseOther)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
@@ -70,6 +70,15 @@ var hostIsAMD = func() bool {
 	_, b, c, d := hostcpu.CPUID(0, 0)
 	return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163
 }()
+
+// ErrShutdown is wrapped by the error of a vCPU the guest shut down (a
+// triple fault): an architectural end of the VM, not a failure of govmm.
+var ErrShutdown = errors.New("shutdown")
+
+type shutdownError string
+
+func (e shutdownError) Error() string   { return string(e) }
+func (e shutdownError) Is(t error) bool { return t == ErrShutdown }
 
 // shutdownMessage names a triple fault's RIP. On AMD, KVM has reset the
 // VMCB before it reports KVM_EXIT_SHUTDOWN (shutdown_interception in

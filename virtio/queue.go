@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Split virtqueue layout (virtio 1.2 §2.7).
@@ -49,6 +50,19 @@ type QueueStats struct {
 	Suppressed atomic.Uint64 // queue interrupts the driver asked not to get
 	NoVector   atomic.Uint64 // interrupts sent while the queue had no MSI-X vector
 	BadChains  atomic.Uint64 // Pop errors
+	// BusySince is when the chain the device serves now was popped
+	// (UnixNano; 0: none in hand): what the VMM's watchdog reads to tell a
+	// device thread stuck in one request (vmm/watchdog.go).
+	BusySince atomic.Int64
+}
+
+// markBusy is set around each handler call by Serve's loop.
+func (q *Queue) markBusy(on bool) {
+	if on {
+		q.stats.BusySince.Store(time.Now().UnixNano())
+	} else {
+		q.stats.BusySince.Store(0)
+	}
 }
 
 // Queue is a split virtqueue over guest memory; it implements QueueIO.

@@ -6,6 +6,10 @@ package virtio
 // byte): the queue stops and the device calls Activation.NeedsReset.
 type Handler func(c *Chain) (written uint32, err error)
 
+// busyMarker is a queue that records when its device has a chain in hand
+// (Queue: QueueStats.BusySince).
+type busyMarker interface{ markBusy(on bool) }
+
 // Serve runs the serving loop of one queue on the calling goroutine until
 // the queue's kick channel is closed (queue reset) or stop is closed, and
 // returns nil then. It returns an error, without serving further, when Pop
@@ -71,7 +75,13 @@ func drain(q QueueIO, stop <-chan struct{}, ready func() bool, handle Handler) (
 				break
 			}
 			var n uint32
-			n, err = handle(c)
+			if b, ok := q.(busyMarker); ok {
+				b.markBusy(true)
+				n, err = handle(c)
+				b.markBusy(false)
+			} else {
+				n, err = handle(c)
+			}
 			if err != nil {
 				break
 			}

@@ -109,6 +109,10 @@ type Config struct {
 	// host gives govmm CPUs (HaltPolling), where a polling thread would
 	// take a CPU a runnable vCPU needs.
 	HaltPoll time.Duration
+	// Watchdog is how long a vCPU may serve one exit, or a device one
+	// request, before the watchdog ends the VM as stuck (watchdog.go);
+	// 0: DefaultWatchdog, negative: no watchdog.
+	Watchdog time.Duration
 	// Symbols names guest kernel addresses in dumps (Dump, SIGUSR2, the
 	// stall dump); nil reads them from Kernel when it is an ELF image with
 	// a symbol table (a vmlinux, the bare-metal guests).

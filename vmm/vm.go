@@ -397,6 +397,12 @@ func (vm *VM) Run(timeout time.Duration) Result {
 			}
 		}()
 	}
+	if limit := vm.cfg.Watchdog; limit >= 0 {
+		if limit == 0 {
+			limit = DefaultWatchdog
+		}
+		go vm.watch(limit)
+	}
 	if timeout > 0 {
 		t := time.AfterFunc(timeout, func() {
 			vm.stop("timeout", -1, fmt.Errorf("the guest did not end within %v", timeout))

@@ -38,6 +38,7 @@ const char guest_name[] = "fuzz";
 #define IQ_AREA     (ARENA + 0x10000)   /* invalidation queue, 64 KiB */
 #define CPU_AREA    (ARENA + 0x20000)   /* per-CPU rings and buffers */
 #define CPU_AREA_SZ 0x20000u            /* 128 KiB each */
+#define REAL_IRET   0x7F00              /* real mode: IRET, for the IVT */
 #define MAXC        16                  /* fuzzing CPUs (APIC IDs 0..15) */
 #define MAXENT      64
 #define MAXFN       8
@@ -137,7 +138,7 @@ static volatile u32 mon_owner, quiesce, parked;
 static volatile u64 mon_next, mon_taken;
 static u32 ro_sum;
 extern u64 idt[256];
-extern char __ro_end[];
+extern char __image_start[], __ro_end[], tramp_start[], tramp_end[];
 
 static struct cpu *me(void) { return &cpu[slot_of[this_cpu()]]; }
 
@@ -274,15 +275,24 @@ static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 		*lo = (*lo & ~0xFFu) | TRAMPOLINE >> 12;
 }
 
-static void icr_send(struct cpu *c, u32 lo, u32 dest)
+static void icr_write(struct cpu *c, u32 lo, u32 dest)
 {
-	icr_sane(c, &lo, &dest);
 	if (c->x2) {
 		wrmsr(0x830, (u64)dest << 32 | lo);
 	} else {
 		*(volatile u32 *)(c->apic_base + APIC_ICR2) = dest << 24;
 		*(volatile u32 *)(c->apic_base + APIC_ICR) = lo;  /* mmio_rw's check ends here */
 	}
+}
+
+/* An ICR write made sane; an INIT is followed by its SIPI, as an OS
+ * sends them, so that a CPU is parked for a moment only. */
+static void icr_send(struct cpu *c, u32 lo, u32 dest)
+{
+	icr_sane(c, &lo, &dest);
+	icr_write(c, lo, dest);
+	if ((lo >> 8 & 7) == 5)
+		icr_write(c, 0x0600 | TRAMPOLINE >> 12, dest);
 }
 
 static void apic_learn(struct cpu *c)
@@ -560,6 +570,8 @@ static void msi_message(struct cpu *c, u32 *addr, u32 *data)
 		below(c, 2) << 14 | below(c, 2) << 15;
 	if (one_in(c, 8))
 		*data = value(c);
+	if ((*data >> 8 & 7) == 5 || (*data >> 8 & 7) == 6)
+		*data &= ~0x700u;               /* no INIT or SIPI from devices: fixed */
 }
 
 static void op_msix(struct cpu *c)
@@ -699,6 +711,8 @@ static void op_iommu(struct cpu *c)
 		irt[4 * i + 3] = one_in(c, 8) ? value(c) : 0;
 		if (one_in(c, 4))
 			irt[4 * i + below(c, 4)] = value(c);
+		if ((irt[4 * i] >> 5 & 7) >= 5 && (irt[4 * i] >> 5 & 7) <= 6)
+			irt[4 * i] &= ~(7u << 5);       /* no INIT or SIPI from devices */
 		break;
 	}
 	case 5:                                                     /* faults: read, clear */
@@ -777,7 +791,7 @@ static int pick(struct cpu *c)
 static u32 checksum(void)
 {
 	u32 h = 2166136261u;
-	for (const u8 *p = (const u8 *)0x100000; p < (const u8 *)__ro_end; p++)
+	for (const u8 *p = (const u8 *)__image_start; p < (const u8 *)__ro_end; p++)
 		h = (h ^ *p) * 16777619u;
 	for (const u8 *p = (const u8 *)idt; p < (const u8 *)(idt + 256); p++)
 		h = (h ^ *p) * 16777619u;
@@ -791,6 +805,19 @@ static void serial_sane(void)
 	outb(0x3FB, 0x03);                  /* LCR: 8N1, DLAB off */
 	outb(0x3F9, 0x00);                  /* IER */
 	outb(0x3FC, 0x03);                  /* MCR: no loopback */
+}
+
+/* Low memory, which garbage DMA with small addresses may hit (the image
+ * is linked at 83 MiB, out of the way): the trampoline at 0x8000, and the
+ * real-mode IVT, since a CPU just started by SIPI runs the trampoline in
+ * real mode, where an NMI (the fuzz sends them) or an exception goes
+ * through the IVT: every vector to an IRET. Rewritten by the monitor. */
+static void repair_low(void)
+{
+	memcpy((void *)TRAMPOLINE, tramp_start, tramp_end - tramp_start);
+	*(volatile u8 *)REAL_IRET = 0xCF;
+	for (int v = 0; v < 256; v++)
+		((volatile u32 *)0)[v] = REAL_IRET;    /* segment 0, offset REAL_IRET */
 }
 
 static void restart(struct cpu *m, u32 id)
@@ -828,6 +855,7 @@ static void summary(void)
 
 static void monitor(struct cpu *m, u64 now)
 {
+	repair_low();
 	if (checksum() != ro_sum) {
 		serial_sane();
 		die("invariant", "the guest's code, IDT or handler table changed (seed=%u)", seed);
@@ -1027,6 +1055,7 @@ void test_main(void)
 		isr_table[v] = on_trap;
 	isr_table[2] = on_nmi;
 	memset((void *)ARENA, 0, ARENA_SIZE);
+	repair_low();
 	ro_sum = checksum();
 	t_start = rdtsc();
 	mon_next = t_start + tsc_hz / 2;

@@ -1,0 +1,167 @@
+package vmm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/govmm/govmm/vcpu"
+)
+
+// The watchdog looks at every vCPU thread and every device queue once per
+// watchPeriod and ends the VM, with one line naming the thread, when
+// govmm has stopped making progress where the guest cannot be the cause:
+//
+//   - a vCPU thread in the VMM (StateVMM: serving an exit) whose exit
+//     count has not moved for the limit: an exit handler blocked (a lock
+//     never released, a channel nobody reads);
+//   - a vCPU in guest mode that was kicked (work waiting for it) and made
+//     no exit for the limit: a kick lost;
+//   - a virtqueue whose device has held one chain for the limit
+//     (virtio.QueueStats.BusySince): a backend blocked.
+//
+// It also ends a VM whose every vCPU waits for a SIPI (ErrParked): the
+// guest INITed them all, and nothing can send one any more. The goroutines'
+// stacks go to standard error with a stuck verdict, for the bug report.
+// It costs the vCPU loop nothing: it reads counters the loop keeps anyway.
+
+// ErrParked ends a VM whose every vCPU is in wait-for-SIPI.
+var ErrParked = errors.New("every vCPU is waiting for a SIPI (the guest INITed them all) and nothing can send one")
+
+// ErrStuck wraps the watchdog's verdict on a thread that stopped.
+var ErrStuck = errors.New("watchdog")
+
+// DefaultWatchdog is Config.Watchdog's default.
+const DefaultWatchdog = 60 * time.Second
+
+const (
+	watchPeriod = time.Second
+	parkedFor   = 2 * time.Second // every vCPU parked this long: ErrParked
+)
+
+// cpuSample is what the watchdog reads of one vCPU at a tick.
+type cpuSample struct {
+	state vcpu.State
+	exits uint64 // exits so far
+	kicks uint64 // kicks sent to it so far
+}
+
+// queueSample is one virtqueue at a tick.
+type queueSample struct {
+	name      string // "virtio-blk queue 2"
+	busySince int64  // UnixNano; 0: no chain in hand
+}
+
+// watchdog holds what the previous ticks saw. Only its goroutine uses it.
+type watchdog struct {
+	limit     time.Duration
+	last      []cpuSample
+	since     []time.Time // when vCPU i's exit count last moved
+	parkedAt  time.Time   // every vCPU parked since; zero: not all parked
+	kickedAt  []time.Time // first tick a kick was seen unanswered; zero: none
+	hasSample bool
+}
+
+func newWatchdog(limit time.Duration, cpus int) *watchdog {
+	return &watchdog{limit: limit, last: make([]cpuSample, cpus), since: make([]time.Time, cpus), kickedAt: make([]time.Time, cpus)}
+}
+
+// check takes one tick's samples and returns the verdict: nil while
+// everything moves.
+func (w *watchdog) check(now time.Time, cpus []cpuSample, queues []queueSample) error {
+	parked := len(cpus) > 0
+	for i, c := range cpus {
+		if c.state != vcpu.StateWaitSIPI {
+			parked = false
+		}
+		if !w.hasSample || c.exits != w.last[i].exits {
+			w.since[i], w.kickedAt[i] = now, time.Time{}
+		}
+		stalled := now.Sub(w.since[i])
+		switch c.state {
+		case vcpu.StateVMM:
+			if stalled >= w.limit {
+				return fmt.Errorf("%w: vCPU %d has been serving one exit for %v (exits stuck at %d)", ErrStuck, i, stalled.Round(time.Second), c.exits)
+			}
+		case vcpu.StateGuest:
+			if w.hasSample && c.kicks != w.last[i].kicks && w.kickedAt[i].IsZero() {
+				w.kickedAt[i] = now
+			}
+			if !w.kickedAt[i].IsZero() && now.Sub(w.kickedAt[i]) >= w.limit {
+				return fmt.Errorf("%w: vCPU %d was kicked %v ago and has not left the guest", ErrStuck, i, now.Sub(w.kickedAt[i]).Round(time.Second))
+			}
+		default: // halted, waiting for SIPI, stopped: waiting is what they do
+			w.kickedAt[i] = time.Time{}
+		}
+	}
+	copy(w.last, cpus)
+	w.hasSample = true
+	switch {
+	case !parked:
+		w.parkedAt = time.Time{}
+	case w.parkedAt.IsZero():
+		w.parkedAt = now
+	case now.Sub(w.parkedAt) >= parkedFor:
+		return ErrParked
+	}
+	for _, q := range queues {
+		if q.busySince == 0 {
+			continue
+		}
+		if d := now.Sub(time.Unix(0, q.busySince)); d >= w.limit {
+			return fmt.Errorf("%w: %s has been serving one request for %v", ErrStuck, q.name, d.Round(time.Second))
+		}
+	}
+	return nil
+}
+
+// samples reads every vCPU and queue now.
+func (vm *VM) samples() ([]cpuSample, []queueSample) {
+	cpus := make([]cpuSample, len(vm.cpus))
+	for i, c := range vm.cpus {
+		s := &vm.acct.CPUs[i]
+		var n uint64
+		for j := range s.Exits {
+			n += s.Exits[j].Load()
+		}
+		cpus[i] = cpuSample{state: c.State(), exits: n, kicks: s.KicksSent.Load()}
+	}
+	var queues []queueSample
+	if vm.pci != nil {
+		for _, f := range vm.pci.funcs {
+			st := f.t.Stats()
+			for q := range st.Queues {
+				queues = append(queues, queueSample{name: fmt.Sprintf("%s queue %d", f.name, q), busySince: st.Queues[q].BusySince.Load()})
+			}
+		}
+	}
+	return cpus, queues
+}
+
+// watch runs the watchdog until the VM ends; its verdict ends the VM.
+func (vm *VM) watch(limit time.Duration) {
+	w := newWatchdog(limit, len(vm.cpus))
+	t := time.NewTicker(watchPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-vm.done:
+			return
+		case now := <-t.C:
+			cpus, queues := vm.samples()
+			err := w.check(now, cpus, queues)
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, ErrStuck) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				fmt.Fprintf(os.Stderr, "govmm: %v; every goroutine:\n%s\n", err, buf)
+			}
+			vm.stop("watchdog", -1, err)
+			return
+		}
+	}
+}
