@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -173,6 +173,18 @@ STORM_COUNT ?= 1000000
 STORM_RUN   ?= TestStorm
 storm: guests
 	GOVMM_STORM_COUNT=$(STORM_COUNT) $(GO) test -race -count=1 -timeout 4h -run '$(STORM_RUN)' -v ./tests/
+
+# Slow (not part of 'make test', which fuzzes for 2 minutes from seed 1):
+# the in-guest fuzzer (guest/baremetal/fuzz.c, TestGuestFuzz) on 4 vCPUs
+# under the race detector, one seed after another (FUZZ_SEEDTIME seconds
+# each, from FUZZ_SEED) for FUZZTIME. A failing seed is printed with the
+# govmm run command that replays it.
+FUZZTIME      ?= 30m
+FUZZ_SEED     ?= 1000
+FUZZ_SEEDTIME ?= 60s
+guestfuzz: guests
+	GOVMM_FUZZTIME=$(FUZZTIME) GOVMM_FUZZ_SEED=$(FUZZ_SEED) GOVMM_FUZZ_SEEDTIME=$(FUZZ_SEEDTIME) \
+		$(GO) test -race -count=1 -timeout 24h -run TestGuestFuzz -v ./tests/
 
 # The exits-per-IPI table of the bare-metal IPI guest (README's "Exits per
 # IPI (bare metal)"): every mode, delivery path and multicast size on 65

@@ -483,15 +483,32 @@ func (v *VCPU) pollWake(start int64) bool {
 // returns EINTR without entering the guest, then drop any event that
 // completion queued, as INIT does (kvm_vcpu_reset(init_event) clears
 // the exception and interrupt queues and pending NMIs).
+//
+// Completing an MMIO read can take KVM's emulator to the instruction's
+// next access (a string MOVS, an access split at a page boundary): that
+// KVM_RUN returns that new exit instead of EINTR. It is served like any
+// other, and KVM_RUN repeated, until the instruction is done.
 func (v *VCPU) completeExit() error {
-	v.kvm.SetImmediateExit(true)
-	err := v.kvm.Run()
-	// As after every KVM_RUN (Run): a kick that came meanwhile is seen
-	// by the look that follows INIT.
-	v.kickPending.Store(false)
-	v.kvm.SetImmediateExit(false)
-	if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
-		return fmt.Errorf("KVM_RUN to complete the last exit before INIT: %w", err)
+	const maxParts = 64 // a REP MOVS of an MMIO range completes in pieces
+	for i := 0; ; i++ {
+		v.kvm.SetImmediateExit(true)
+		err := v.kvm.Run()
+		// As after every KVM_RUN (Run): a kick that came meanwhile is seen
+		// by the look that follows INIT.
+		v.kickPending.Store(false)
+		v.kvm.SetImmediateExit(false)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				break
+			}
+			return fmt.Errorf("KVM_RUN to complete the last exit before INIT: %w", err)
+		}
+		if i == maxParts {
+			return fmt.Errorf("the instruction INIT interrupted was not complete after %d more exits", maxParts)
+		}
+		if err := v.handleExit(v.kvm.RunData()); err != nil {
+			return err
+		}
 	}
 	ev, err := v.kvm.Events()
 	if err != nil {

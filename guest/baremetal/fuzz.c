@@ -263,9 +263,16 @@ static int is_broadcast(struct cpu *c, u32 dest) { return c->x2 ? dest == ~0u : 
 /* What the fuzzer lets itself send: INIT to one physical destination
  * only (never a shorthand or broadcast that could stop every CPU at
  * once), SIPI only at the trampoline. */
+static volatile u32 booting;            /* CPUs between INIT and fuzz_cpu, by APIC ID */
+
 static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 {
 	u32 dm = *lo >> 8 & 7;
+	/* An NMI while a CPU runs its trampoline, between setting CR0.PE and
+	 * loading the protected-mode IDT, goes through the real-mode IVT read
+	 * as gates: a triple fault. An OS sends no NMI to a booting CPU. */
+	if (dm == 4 && booting && (*lo >> 18 & 3) != 1)
+		*lo &= ~0x700u;
 	if (dm == 5) {
 		*lo &= ~(3u << 18 | ICR_LOGICAL);
 		if (is_broadcast(c, *dest))
@@ -290,6 +297,8 @@ static void icr_write(struct cpu *c, u32 lo, u32 dest)
 static void icr_send(struct cpu *c, u32 lo, u32 dest)
 {
 	icr_sane(c, &lo, &dest);
+	if ((lo >> 8 & 7) == 5 && dest < 32)
+		__atomic_or_fetch(&booting, 1u << dest, __ATOMIC_SEQ_CST);
 	icr_write(c, lo, dest);
 	if ((lo >> 8 & 7) == 5)
 		icr_write(c, 0x0600 | TRAMPOLINE >> 12, dest);
@@ -570,8 +579,9 @@ static void msi_message(struct cpu *c, u32 *addr, u32 *data)
 		below(c, 2) << 14 | below(c, 2) << 15;
 	if (one_in(c, 8))
 		*data = value(c);
-	if ((*data >> 8 & 7) == 5 || (*data >> 8 & 7) == 6)
-		*data &= ~0x700u;               /* no INIT or SIPI from devices: fixed */
+	u32 dm = *data >> 8 & 7;
+	if (dm == 5 || dm == 6 || (dm == 4 && booting))
+		*data &= ~0x700u;               /* no INIT or SIPI from devices, no NMI to a booting CPU */
 }
 
 static void op_msix(struct cpu *c)
@@ -816,15 +826,22 @@ static void repair_low(void)
 {
 	memcpy((void *)TRAMPOLINE, tramp_start, tramp_end - tramp_start);
 	*(volatile u8 *)REAL_IRET = 0xCF;
-	for (int v = 0; v < 256; v++)
+	for (int v = 2; v < 256; v++)
 		((volatile u32 *)0)[v] = REAL_IRET;    /* segment 0, offset REAL_IRET */
+	/* A stray SIPI (a device message or redirection entry the fuzz
+	 * garbled) starts a parked CPU at page V of the first MiB: every page
+	 * jumps to the trampoline (ljmp $0x800, $0). On page 0 the jump takes
+	 * IVT entries 0 and 1 (#DE and #DB, which real mode here never raises). */
+	static const u8 pad[] = {0xEA, 0x00, 0x00, 0x00, 0x08};
+	for (u32 page = 0; page < 0x100000; page += 0x1000)
+		if (page != TRAMPOLINE)
+			memcpy((void *)page, pad, sizeof pad);
 }
 
 static void restart(struct cpu *m, u32 id)
 {
 	apic_sane(m);
-	icr_send(m, 0x4500, id);            /* INIT, physical */
-	icr_send(m, 0x0600 | TRAMPOLINE >> 12, id);
+	icr_send(m, 0x4500, id);            /* INIT + SIPI, physical */
 	total_restarts++;
 }
 
@@ -943,6 +960,7 @@ static void fuzz_cpu(int idx)
 		for (;;)
 			asm volatile("cli; hlt");
 	slot_of[idx] = id;
+	__atomic_and_fetch(&booting, ~(1u << id), __ATOMIC_SEQ_CST);
 	struct cpu *c = &cpu[id];
 	c->jb_ok = 0;
 	if (!c->rng)

@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govmm/govmm/vcpu"
+	"github.com/govmm/govmm/vmm"
+)
+
+// The in-guest fuzzer (guest/baremetal/fuzz.c) attacks govmm from 4 vCPUs
+// at once, one seed after another, each for GOVMM_FUZZ_SEEDTIME seconds
+// (30), until GOVMM_FUZZTIME has passed (CI: 2m; `make guestfuzz
+// FUZZTIME=30m`), starting at seed GOVMM_FUZZ_SEED (1). The VM has
+// everything the fuzzer can reach: the remapping unit, PV send-IPI and PV
+// EOI, a virtio-blk disk (a scratch image) and a virtio console.
+//
+// The verdict is govmm's side's: a seed passes when the guest ends as it
+// chose (PASS, its own invariants kept) or for an architectural reason (a
+// triple fault, every vCPU parked in wait-for-SIPI), with no watchdog
+// verdict (vmm/watchdog.go: a vCPU or device thread stuck), no other
+// error, no goroutine left behind after Close, and the Go heap not
+// growing from seed to seed. A failing seed is named with the command
+// that replays it.
+func TestGuestFuzz(t *testing.T) {
+	needKVM(t)
+	path := filepath.Join(guestDir(t), "fuzz.elf")
+	img, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("SKIP: %v: build the guests with 'make guests'", err)
+	}
+	total := envDuration(t, "GOVMM_FUZZTIME", 2*time.Minute)
+	seedTime := envDuration(t, "GOVMM_FUZZ_SEEDTIME", 30*time.Second)
+	seed := 1
+	if s := os.Getenv("GOVMM_FUZZ_SEED"); s != "" {
+		if seed, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("GOVMM_FUZZ_SEED=%q: %v", s, err)
+		}
+	}
+	secs := int(seedTime / time.Second)
+	disk := filepath.Join(t.TempDir(), "scratch.img")
+	if err := os.WriteFile(disk, make([]byte, 4<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	baseGoroutines := -1 // after the first VM: the process's one-time goroutines (os/signal) are up then
+	var heap0 uint64
+	rate := regexp.MustCompile(`# fuzz seed=\d+: (\d+) accesses in (\d+) s on \d+ CPUs, (\d+) per second; (\d+) faults`)
+	var seeds, passed, shutdowns, parked int
+	var accesses uint64
+	start := time.Now()
+	for ; time.Since(start) < total; seed++ {
+		cmdline := fmt.Sprintf("seed=%d secs=%d", seed, secs)
+		replay := fmt.Sprintf("replay: govmm run --cpus 4 --pv-eoi --console virtio --disk IMG,rw %s %s", path, cmdline)
+		var con vmm.ConsoleLog
+		cfg := vmm.Config{CPUs: 4, Kernel: img, KernelPath: path, Cmdline: cmdline, Console: &con,
+			IOMMU: true, PVIPI: true, PVEOI: true, VirtioConsole: true,
+			Disk: vmm.Disk{Path: disk}, Watchdog: 20 * time.Second}
+		vm, err := vmm.New(cfg)
+		if err != nil {
+			t.Fatalf("seed %d: vmm.New: %v", seed, err)
+		}
+		res := vm.Run(seedTime + 90*time.Second)
+		vm.Close()
+		out := con.String()
+		seeds++
+		switch {
+		case res.Err == nil && res.Status == 1 && strings.Contains(out, "PASS fuzz"):
+			passed++
+			if m := rate.FindStringSubmatch(out); m != nil {
+				n, _ := strconv.ParseUint(m[1], 10, 64)
+				accesses += n
+				t.Logf("seed %d: PASS, %s accesses in %s s (%s/s), %s faults", seed, m[1], m[2], m[3], m[4])
+			}
+		case errors.Is(res.Err, vcpu.ErrShutdown):
+			shutdowns++
+			t.Logf("seed %d: the guest triple-faulted (architectural end): %v", seed, res.Err)
+		case errors.Is(res.Err, vmm.ErrParked):
+			parked++
+			t.Logf("seed %d: the guest parked every vCPU (architectural end)", seed)
+		case strings.Contains(out, "FAIL"):
+			t.Fatalf("seed %d: the guest's invariant broke (%s):\n%s", seed, replay, tail(out, 3000))
+		default:
+			t.Fatalf("seed %d: %v (status %d, how %q); %s\nconsole:\n%s", seed, res.Err, res.Status, res.How, replay, tail(out, 3000))
+		}
+		// Nothing of this VM may outlive Close, and the heap must not grow
+		// with the seeds (guest RAM is mmap'd, not heap).
+		deadline := time.Now().Add(5 * time.Second)
+		if baseGoroutines < 0 {
+			time.Sleep(time.Second)
+			baseGoroutines = runtime.NumGoroutine()
+		}
+		for runtime.NumGoroutine() > baseGoroutines && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > baseGoroutines {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("seed %d: %d goroutines after Close, %d after the first VM's:\n%s", seed, n, baseGoroutines, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if heap0 == 0 {
+			heap0 = ms.HeapInuse
+		} else if ms.HeapInuse > heap0+64<<20 {
+			t.Fatalf("seed %d: Go heap in use %d MiB, %d MiB after the first seed", seed, ms.HeapInuse>>20, heap0>>20)
+		}
+	}
+	el := time.Since(start).Seconds()
+	t.Logf("%d seeds in %.0f s: %d passed, %d triple faults, %d parked; %d accesses (%.0f/s over the passing seeds' run time)",
+		seeds, el, passed, shutdowns, parked, accesses, float64(accesses)/(float64(passed*secs)+1e-9))
+	if passed == 0 {
+		t.Fatalf("no seed ran to its end (%d seeds)", seeds)
+	}
+}
+
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration such as 30m", name, s)
+	}
+	return d
+}
