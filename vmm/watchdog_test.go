@@ -12,7 +12,9 @@ import (
 func TestWatchdog(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	run := func(s vcpu.State, exits, kicks uint64) cpuSample { return cpuSample{state: s, exits: exits, kicks: kicks} }
+	run := func(s vcpu.State, exits, kicks uint64) cpuSample {
+		return cpuSample{state: s, exits: exits, kicks: kicks}
+	}
 
 	t.Run("moving", func(t *testing.T) {
 		w := newWatchdog(10*time.Second, 2)
