@@ -497,6 +497,7 @@ func (v *VCPU) completeExit() error {
 		// by the look that follows INIT.
 		v.kickPending.Store(false)
 		v.kvm.SetImmediateExit(false)
+		v.exceptionQueued, v.sregsFresh = false, false
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 				break
