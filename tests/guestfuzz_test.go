@@ -58,7 +58,7 @@ func TestGuestFuzz(t *testing.T) {
 	start := time.Now()
 	for ; time.Since(start) < total; seed++ {
 		cmdline := fmt.Sprintf("seed=%d secs=%d", seed, secs)
-		replay := fmt.Sprintf("replay: govmm run --cpus 4 --pv-eoi --console virtio --disk IMG,rw %s %s", path, cmdline)
+		replay := fmt.Sprintf("replay: govmm run --cpus 4 --pv-eoi --virtio-console --disk IMG,rw %s %s", path, cmdline)
 		var con vmm.ConsoleLog
 		cfg := vmm.Config{CPUs: 4, Kernel: img, KernelPath: path, Cmdline: cmdline, Console: &con,
 			IOMMU: true, PVIPI: true, PVEOI: true, VirtioConsole: true,

@@ -23,6 +23,10 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit")
 	pvf := addPVFlags(fs, pvipi.Flag)
 	asJSON := fs.Bool("json", false, "print the map as JSON")
+	disk := &vmm.Disk{}
+	fs.Func("disk", "as run's --disk: a virtio-blk device (its BARs are in the PCI window)",
+		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
+	virtioConsole := fs.Bool("virtio-console", false, "as run's --virtio-console")
 	hostFlags := addHostFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: govmm map [flags] KERNEL")
@@ -39,7 +43,8 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cannot read kernel image: %w", err)
 	}
-	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu}
+	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu,
+		Disk: *disk, VirtioConsole: *virtioConsole}
 	pvf.apply(&cfg)
 	if !*x2 {
 		cfg.X2APIC = vmm.X2APICOff

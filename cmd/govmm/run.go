@@ -63,6 +63,7 @@ type runOptions struct {
 	x2, nox2, iommu       bool
 	pvf                   pvFlags
 	quiet                 bool
+	virtioConsole         bool
 	timeout               time.Duration
 	vmFlags
 	mods       moduleFlag
@@ -84,6 +85,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
 	fs.DurationVar(&o.timeout, "timeout", 0, "stop the guest after this long (0: never)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the accounting table")
+	fs.BoolVar(&o.virtioConsole, "virtio-console", false, "add a virtio console on the PCI bus: its output goes where COM1's does, and console input goes to it instead of COM1")
 	fs.StringVar(&o.kvmPath, "kvm", "/dev/kvm", "KVM device")
 	o.vmFlags = addVMFlags(fs)
 	fs.Var(&o.mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
@@ -121,6 +123,7 @@ func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, erro
 		ConsoleInput: in.r}
 	o.pvf.apply(&cfg)
 	cfg.Disk = *o.disk
+	cfg.VirtioConsole = o.virtioConsole
 	if o.nox2 || !o.x2 {
 		cfg.X2APIC = vmm.X2APICOff
 	}
