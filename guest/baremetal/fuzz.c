@@ -721,8 +721,9 @@ static void op_iommu(struct cpu *c)
 		irt[4 * i + 3] = one_in(c, 8) ? value(c) : 0;
 		if (one_in(c, 4))
 			irt[4 * i + below(c, 4)] = value(c);
-		if ((irt[4 * i] >> 5 & 7) >= 5 && (irt[4 * i] >> 5 & 7) <= 6)
-			irt[4 * i] &= ~(7u << 5);       /* no INIT or SIPI from devices */
+		u32 dlm = irt[4 * i] >> 5 & 7;
+		if (dlm == 5 || dlm == 6 || (dlm == 4 && booting))
+			irt[4 * i] &= ~(7u << 5);       /* no INIT or SIPI from devices, no NMI to a booting CPU */
 		break;
 	}
 	case 5:                                                     /* faults: read, clear */
@@ -767,6 +768,8 @@ static void op_pvipi(struct cpu *c)
 	u32 edx = one_in(c, 4) ? value(c) : 1 + below(c, 2);
 	u32 esi = one_in(c, 4) ? (u32)dma_addr(c, (u32)bm, 8) : (u32)bm;
 	u32 edi = one_in(c, 2) ? 0 : value(c);
+	if ((eax >> 8 & 7) == 4 && booting)
+		eax &= ~0x700u;                 /* no NMI to a booting CPU */
 	asm volatile("wrmsr" :: "c"(0x4D564F50u), "a"(eax), "d"(edx), "S"(esi), "D"(edi) : "memory");
 }
 
