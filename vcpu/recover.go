@@ -74,8 +74,12 @@ func (v *VCPU) recover() error {
 	}
 	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
 		v.acct.Exit(accounting.CauseOther)
-		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it",
-			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode)
+		nmi := ""
+		if mode == 16 && v.realModeNMI.ok {
+			nmi = fmt.Sprintf(" (the last NMI injected in real mode was at CS:IP %#x:%#x)", v.realModeNMI.cs, v.realModeNMI.rip)
+		}
+		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s",
+			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, nmi)
 	}
 	v.acct.Exit(accounting.CauseRecoverOther)
 	regs.RIP += uint64(inst.Len)

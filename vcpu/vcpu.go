@@ -120,6 +120,16 @@ type VCPU struct {
 	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
 
 	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
+	// realModeNMI is where the last NMI injected into real-mode code went
+	// (CS:IP; zero: none since the vCPU last left real mode's reach): an
+	// emulation failure in real mode names it, since on hosts that
+	// emulate real mode an NMI there is the one event that moves IP
+	// outside the guest's own instructions (guest/baremetal/fuzz.c).
+	realModeNMI struct {
+		cs  uint16
+		rip uint64
+		ok  bool
+	}
 
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
@@ -323,6 +333,9 @@ func (v *VCPU) prepareEntry() error {
 		v.events.NMI = false
 		if err := v.kvm.NMI(); err == nil {
 			v.acct.NMIs.Add(1)
+			if sr, err := v.sregs(); err == nil && sr.CR0&1 == 0 {
+				v.realModeNMI.cs, v.realModeNMI.rip, v.realModeNMI.ok = sr.CS.Selector, run.Sync.Regs.RIP, true
+			}
 		}
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
