@@ -78,6 +78,13 @@ func (v *VCPU) recover() error {
 		if mode == 16 && v.realModeNMI.ok {
 			nmi = fmt.Sprintf(" (the last NMI injected in real mode was at CS:IP %#x:%#x)", v.realModeNMI.cs, v.realModeNMI.rip)
 		}
+		if mode == 16 && v.lastINIT.ok {
+			nmi += fmt.Sprintf(" (the last INIT came after exit %d at RIP %#x, RIP %#x once completed in %d more exits)",
+				v.lastINIT.reason, v.lastINIT.ripAt, v.lastINIT.ripDone, v.lastINIT.parts)
+		}
+		if mode == 16 {
+			nmi += fmt.Sprintf(" (exits below RIP 0x40: %v)", v.lowExits)
+		}
 		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s",
 			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, nmi)
 	}

@@ -130,6 +130,21 @@ type VCPU struct {
 		rip uint64
 		ok  bool
 	}
+	// lastINIT is what the last INIT interrupted (completeExit): the exit
+	// it came after and RIP at that exit and once KVM completed it, for
+	// the same error message.
+	// lowExits: the last exits (reason@RIP, -1 for a kick) taken at RIPs
+	// below 0x40, where a real-mode AP trampoline runs, for the same
+	// message: whether anything left the guest between a SIPI and a
+	// real-mode emulation failure (the fuzzer's open case, README "The
+	// guest attacks"). One comparison per exit.
+	lowExits []string
+	lastINIT struct {
+		reason         uint32
+		ripAt, ripDone uint64
+		parts          int
+		ok             bool
+	}
 
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
@@ -227,6 +242,16 @@ func (v *VCPU) Run() error {
 		v.kvm.SetImmediateExit(false)
 		v.syncCR8(run)
 		v.maybeDump(run)
+		if rip := run.Sync.Regs.RIP; rip < 0x40 {
+			why := int(run.ExitReason)
+			if err != nil {
+				why = -1
+			}
+			v.lowExits = append(v.lowExits, fmt.Sprintf("%d@%#x", why, rip))
+			if len(v.lowExits) > 12 {
+				v.lowExits = v.lowExits[1:]
+			}
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 				v.acct.Exit(v.kickCause())
@@ -503,7 +528,11 @@ func (v *VCPU) pollWake(start int64) bool {
 // other, and KVM_RUN repeated, until the instruction is done.
 func (v *VCPU) completeExit() error {
 	const maxParts = 64 // a REP MOVS of an MMIO range completes in pieces
+	run := v.kvm.RunData()
+	v.lastINIT.reason, v.lastINIT.ripAt, v.lastINIT.parts, v.lastINIT.ok = run.ExitReason, run.Sync.Regs.RIP, 0, true
+	defer func() { v.lastINIT.ripDone = run.Sync.Regs.RIP }()
 	for i := 0; ; i++ {
+		v.lastINIT.parts = i
 		v.kvm.SetImmediateExit(true)
 		err := v.kvm.Run()
 		// As after every KVM_RUN (Run): a kick that came meanwhile is seen

@@ -10,6 +10,7 @@
  * tables, invalidation queues and virtqueues pointed at a garbage arena
  * that the CPUs keep rewriting; APIC mode switches in the middle of it.
  *
+ * init=0 leaves INIT and SIPI out of the ICR writes (see tests/guestfuzz_test.go).
  * seed=N (1) seeds every CPU's generator (CPU i: N and its APIC ID); the
  * seed is the first thing printed, so `govmm run fuzz.elf seed=N` replays
  * a run (the interleaving of CPUs is the host's). A fault of any kind or
@@ -265,9 +266,15 @@ static int is_broadcast(struct cpu *c, u32 dest) { return c->x2 ? dest == ~0u : 
  * once), SIPI only at the trampoline. */
 static volatile u32 booting;            /* CPUs between INIT and fuzz_cpu, by APIC ID */
 
+static u32 init_on = 1;                  /* init=0: the fuzz sends no INIT or SIPI */
+
 static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 {
 	u32 dm = *lo >> 8 & 7;
+	if (!init_on && (dm == 5 || dm == 6)) {
+		*lo &= ~0x700u;
+		dm = 0;
+	}
 	/* An NMI while a CPU runs its trampoline, between setting CR0.PE and
 	 * loading the protected-mode IDT, goes through the real-mode IVT read
 	 * as gates: a triple fault. An OS sends no NMI to a booting CPU. */
@@ -844,7 +851,9 @@ static void repair_low(void)
 static void restart(struct cpu *m, u32 id)
 {
 	apic_sane(m);
-	icr_send(m, 0x4500, id);            /* INIT + SIPI, physical */
+	__atomic_or_fetch(&booting, 1u << id, __ATOMIC_SEQ_CST);
+	icr_write(m, 0x4500, id);           /* INIT + SIPI, physical (also with init=0) */
+	icr_write(m, 0x0600 | TRAMPOLINE >> 12, id);
 	total_restarts++;
 }
 
@@ -1060,7 +1069,8 @@ void test_main(void)
 {
 	seed = param_u32("seed", 1);
 	secs = param_u32("secs", 10);
-	printf("fuzz seed=%u secs=%u\n", seed, secs);
+	init_on = param_u32("init", 1);
+	printf("fuzz seed=%u secs=%u init=%u\n", seed, secs, init_on);
 	if (ncpus > MAXC)
 		die("cpus", "at most %d vCPUs, has %d", MAXC, ncpus);
 	read_map();
