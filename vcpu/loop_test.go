@@ -482,7 +482,11 @@ func TestExitsReadOnlyGeneralRegisters(t *testing.T) {
 func TestInitCompletesLastExit(t *testing.T) {
 	r := newRig(t, 2)
 	r.fakes[0] = newFake()
-	init := func(f *fakeCPU) { r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1}) }
+	inited := make(chan struct{}, 1)
+	init := func(f *fakeCPU) {
+		r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
+		inited <- struct{}{}
+	}
 	var cs []uint16
 	rec := func(f *fakeCPU) { cs = append(cs, f.sregs.CS.Selector) }
 	f := newFake(open(kvm.ExitHLT).with(rec), msrExit(true, 0x4D564FFF, 1).with(init), outb(0x80, 0).with(rec))
@@ -493,9 +497,8 @@ func TestInitCompletesLastExit(t *testing.T) {
 	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
 	r.waitState(1, StateHalted)
 	r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 1, Source: -1}) // wakes the HLT
-	for f.n < 2 || r.cpus[1].State() != StateWaitSIPI {
-		time.Sleep(100 * time.Microsecond)
-	}
+	<-inited
+	r.waitState(1, StateWaitSIPI)
 	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x30, Dest: 1, Source: -1})
 	wait()
 	if len(cs) != 2 || cs[0] != 0x2000 || cs[1] != 0x3000 {
