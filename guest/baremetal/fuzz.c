@@ -10,7 +10,9 @@
  * tables, invalidation queues and virtqueues pointed at a garbage arena
  * that the CPUs keep rewriting; APIC mode switches in the middle of it.
  *
- * init=0 leaves INIT and SIPI out of the ICR writes (see tests/guestfuzz_test.go).
+ * init=0 leaves INIT and SIPI out of everything the fuzz writes (ICRs,
+ * device messages, redirection and remapping entries, garbage): only the
+ * monitor's restart of a stopped CPU sends them (tests/guestfuzz_test.go).
  * seed=N (1) seeds every CPU's generator (CPU i: N and its APIC ID); the
  * seed is the first thing printed, so `govmm run fuzz.elf seed=N` replays
  * a run (the interleaving of CPUs is the host's). A fault of any kind or
@@ -156,8 +158,28 @@ static u32 r32(struct cpu *c) { return (u32)(rnd(c) >> 32); }
 static u32 below(struct cpu *c, u32 n) { return n ? r32(c) % n : 0; }
 static int one_in(struct cpu *c, u32 n) { return below(c, n) == 0; }
 
+static u32 value_raw(struct cpu *c);
+static u32 init_on = 1;                  /* init=0: no INIT or SIPI anywhere */
+
+/* With init=0 no value the fuzz writes carries an INIT or StartUp delivery
+ * mode where an ICR, MSI data or redirection entry (bits 10:8) or an IRTE
+ * (bits 7:5) has it: 5 becomes 1, 6 becomes 2. */
+static u32 no_init(u32 v)
+{
+	if (init_on)
+		return v;
+	for (int sh = 8; sh >= 5; sh -= 3) {
+		u32 dm = v >> sh & 7;
+		if (dm == 5 || dm == 6)
+			v ^= 4u << sh;
+	}
+	return v;
+}
+
 /* Boundary values first, then anything. */
-static u32 value(struct cpu *c)
+static u32 value(struct cpu *c) { return no_init(value_raw(c)); }
+
+static u32 value_raw(struct cpu *c)
 {
 	switch (below(c, 10)) {
 	case 0: return 0;
@@ -265,8 +287,6 @@ static int is_broadcast(struct cpu *c, u32 dest) { return c->x2 ? dest == ~0u : 
  * only (never a shorthand or broadcast that could stop every CPU at
  * once), SIPI only at the trampoline. */
 static volatile u32 booting;            /* CPUs between INIT and fuzz_cpu, by APIC ID */
-
-static u32 init_on = 1;                  /* init=0: the fuzz sends no INIT or SIPI */
 
 static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 {
