@@ -47,12 +47,12 @@ func TestGuestFuzz(t *testing.T) {
 	}
 	secs := int(seedTime / time.Second)
 	// GOVMM_FUZZ_ARGS: more words for the guest's command line. By default
-	// the fuzz sends no INIT/SIPI of its own (init=0): with them, about one
-	// 60-second seed in seven still ends with a restarted CPU's real-mode
-	// trampoline mis-executed (CS:IP one or two bytes into an instruction,
-	// or a far jump taken as if CR0.PE were clear, with no exit between
-	// SIPI and the failure), not yet explained (README, "The guest
-	// attacks"). make guestfuzz runs with them.
+	// no value the fuzz writes carries INIT or StartUp (init=0): with them,
+	// one 60-second seed in three to seven still ends with a restarted
+	// CPU's real-mode trampoline mis-executed (CS:IP one or two bytes into
+	// an instruction, or a far jump taken as if CR0.PE were clear, with no
+	// exit between SIPI and the failure), not yet explained (README, "The
+	// guest attacks"). make guestfuzz runs with them.
 	args, ok := os.LookupEnv("GOVMM_FUZZ_ARGS")
 	if !ok {
 		args = "init=0"
