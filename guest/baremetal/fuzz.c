@@ -985,6 +985,57 @@ static u32 initial_apic_id(void)
 	return r[1] >> 24;
 }
 
+/* restart=1: nothing but restarts, to tell whether restarting a CPU
+ * alone brings the trampoline failures of the full fuzz (README, "The
+ * guest attacks"). Every AP, each time it starts, makes one exit of a
+ * seeded kind (an unknown MSR's #GP, an MSR read, an OUT, an IN, an MMIO
+ * read, an MMIO write, its own ICR) and spins; the BSP INITs and starts
+ * each AP again as soon as it has made it, for secs seconds. */
+static u32 restart_only;
+static volatile u32 restart_phase[MAXC];
+
+static void restartee(struct cpu *c)
+{
+	apic_sane(c);
+	c->jb_ok = 1;
+	if (__builtin_setjmp(c->jb) == 0) {
+		switch (below(c, 7)) {
+		case 0: rdmsr(0x4D564FFFu); break;              /* refused: #GP */
+		case 1: rdmsr(0x80F); break;                    /* x2APIC SVR */
+		case 2: outb(0x80, 1); break;
+		case 3: inb(0x3FD); break;
+		case 4: *(volatile u32 *)(0xFEC00000u) = 0; break;
+		case 5: (void)*(volatile u32 *)(0xFEC00010u); break;
+		default: apic_reg(c, APIC_TPR, 0); break;
+		}
+	}
+	c->ops++;
+	for (;;)
+		pause();
+}
+
+static void restart_loop(void)
+{
+	struct cpu *m = &cpu[0];
+	apic_sane(m);
+	u64 end = t_start + (u64)secs * tsc_hz;
+	u32 n = 0, lost = 0;
+	/* Each start takes a new stack slot (rt: MAX_CPUS of them, by arrival). */
+	while (rdtsc() < end && n + ncpus < MAX_CPUS - 1) {
+		for (int i = 1; i < ncpus; i++) {
+			u32 before = cpu[i].ops;
+			icr_write(m, 0x4500, i);
+			icr_write(m, 0x0600 | TRAMPOLINE >> 12, i);
+			n++;
+			if (!WAIT(cpu[i].ops != before, 5))
+				lost++;
+		}
+	}
+	printf("# restart=1: %u restarts, %u CPUs that did not come back\n", n, lost);
+	check(lost == 0, "restarts", "%u of %u restarted CPUs did not come back", lost, n);
+	finish();
+}
+
 static void fuzz_cpu(int idx)
 {
 	u32 id = initial_apic_id();
@@ -998,6 +1049,8 @@ static void fuzz_cpu(int idx)
 	if (!c->rng)
 		c->rng = (seed * 0x9E3779B97F4A7C15ull) ^ ((u64)(id + 1) << 32 | 0x5bd1e995u);
 	c->started++;
+	if (restart_only && id != 0)
+		restartee(c);
 	apic_sane(c);                       /* x2APIC where there is one */
 	if (c->x2 && one_in(c, 2)) {        /* or back to xAPIC through disabled */
 		u64 bsp = rdmsr(0x1B) & 0x100;
@@ -1111,6 +1164,9 @@ void test_main(void)
 	t_start = rdtsc();
 	mon_next = t_start + tsc_hz / 2;
 	printf("# tsc %u kHz, %d CPUs, %d ranges, %d PCI functions\n", tsc_khz, ncpus, nmap, nfns);
+	restart_only = param_u32("restart", 0);
 	smp_boot(fuzz_cpu);
+	if (restart_only)
+		restart_loop();
 	fuzz_cpu(0);
 }
