@@ -989,7 +989,9 @@ static u32 initial_apic_id(void)
  * alone brings the trampoline failures of the full fuzz (README, "The
  * guest attacks"). Every AP, each time it starts, makes one exit of a
  * seeded kind (an unknown MSR's #GP, an MSR read, an OUT, an IN, an MMIO
- * read, an MMIO write, its own ICR) and spins; the BSP INITs and starts
+ * read, an MMIO write, its own ICR), half the time after two NMIs to
+ * itself (the second stays pending: NMIs are blocked until an IRET that
+ * the handler never does), and spins; the BSP INITs and starts
  * each AP again as soon as it has made it, for secs seconds. */
 static u32 restart_only;
 static volatile u32 restart_phase[MAXC];
@@ -999,6 +1001,12 @@ static void restartee(struct cpu *c)
 	apic_sane(c);
 	c->jb_ok = 1;
 	if (__builtin_setjmp(c->jb) == 0) {
+		if (one_in(c, 2)) {                             /* NMI to itself: its handler */
+			icr_write(c, ICR_NMI | 0x40000, 0);         /* returns without IRET, so */
+			for (int i = 0; i < 1000; i++)              /* NMIs stay blocked; and a */
+				pause();                            /* second one stays pending */
+			icr_write(c, ICR_NMI | 0x40000, 0);
+		}
 		switch (below(c, 7)) {
 		case 0: rdmsr(0x4D564FFFu); break;              /* refused: #GP */
 		case 1: rdmsr(0x80F); break;                    /* x2APIC SVR */
