@@ -120,24 +120,20 @@ type VCPU struct {
 	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
 
 	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
-	// realModeNMI is where the last NMI injected into real-mode code went
-	// (CS:IP; zero: none since the vCPU last left real mode's reach): an
-	// emulation failure in real mode names it, since on hosts that
-	// emulate real mode an NMI there is the one event that moves IP
-	// outside the guest's own instructions (guest/baremetal/fuzz.c).
+	// What an emulation failure in real mode names (recover), for the
+	// fuzzer's open case (README, "The guest attacks"): realModeNMI is
+	// where the last NMI injected into real-mode code went (CS:IP; ok: one
+	// was, in this vCPU's life), since an NMI there moves IP outside the
+	// guest's own instructions; lowExits the last exits (reason@RIP, -1
+	// for a kick) at RIPs below 0x40, where a real-mode AP trampoline
+	// runs (one comparison per exit); lastINIT what the last INIT
+	// interrupted (completeExit): the exit it came after, RIP at that exit
+	// and once KVM completed it.
 	realModeNMI struct {
 		cs  uint16
 		rip uint64
 		ok  bool
 	}
-	// lastINIT is what the last INIT interrupted (completeExit): the exit
-	// it came after and RIP at that exit and once KVM completed it, for
-	// the same error message.
-	// lowExits: the last exits (reason@RIP, -1 for a kick) taken at RIPs
-	// below 0x40, where a real-mode AP trampoline runs, for the same
-	// message: whether anything left the guest between a SIPI and a
-	// real-mode emulation failure (the fuzzer's open case, README "The
-	// guest attacks"). One comparison per exit.
 	lowExits []string
 	lastINIT struct {
 		reason         uint32
@@ -231,15 +227,8 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 		err := v.kvm.Run()
-		v.exceptionQueued, v.sregsFresh = false, false
 		v.state.Store(uint32(StateVMM))
-		// Clear the kick in this order, and immediate_exit always: a Notify
-		// that won its CAS before the Store may set immediate_exit after we
-		// looked, which must cost at most one spurious exit, never leave
-		// immediate_exit set with no kick pending (every later KVM_RUN would
-		// return at once and the guest would never run again).
-		v.kickPending.Store(false)
-		v.kvm.SetImmediateExit(false)
+		v.afterRun()
 		v.syncCR8(run)
 		v.maybeDump(run)
 		if rip := run.Sync.Regs.RIP; rip < 0x40 {
@@ -506,6 +495,19 @@ func (v *VCPU) pollWake(start int64) bool {
 	}
 }
 
+// afterRun is what every return from KVM_RUN leaves behind: the exception
+// queued and the sregs read belong to the entry that ended, and the kick
+// is cleared, in this order, and immediate_exit always: a Notify that won
+// its CAS before the Store may set immediate_exit after we looked, which
+// must cost at most one spurious exit, never leave immediate_exit set
+// with no kick pending (every later KVM_RUN would return at once and the
+// guest would never run again).
+func (v *VCPU) afterRun() {
+	v.exceptionQueued, v.sregsFresh = false, false
+	v.kickPending.Store(false)
+	v.kvm.SetImmediateExit(false)
+}
+
 // completeExit ends, before INIT, the exit the vCPU last took. KVM
 // finishes a user-space exit only at the start of the next KVM_RUN
 // (kvm_arch_vcpu_ioctl_run calls complete_userspace_io first: an IN's or
@@ -535,11 +537,7 @@ func (v *VCPU) completeExit() error {
 		v.lastINIT.parts = i
 		v.kvm.SetImmediateExit(true)
 		err := v.kvm.Run()
-		// As after every KVM_RUN (Run): a kick that came meanwhile is seen
-		// by the look that follows INIT.
-		v.kickPending.Store(false)
-		v.kvm.SetImmediateExit(false)
-		v.exceptionQueued, v.sregsFresh = false, false
+		v.afterRun() // a kick that came meanwhile is seen by the look that follows INIT
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 				break
@@ -562,7 +560,6 @@ func (v *VCPU) completeExit() error {
 	ev.Interrupt.Injected, ev.Interrupt.Shadow = 0, 0
 	ev.NMI.Injected, ev.NMI.Pending = 0, 0
 	ev.Flags = kvm.VCPUEventValidNMIPending | kvm.VCPUEventValidShadow
-	v.exceptionQueued = false
 	return v.kvm.SetEvents(ev)
 }
 
