@@ -64,6 +64,7 @@ func TestGuestFuzz(t *testing.T) {
 	baseGoroutines := -1 // after the first VM: the process's one-time goroutines (os/signal) are up then
 	var heap0 uint64
 	rate := regexp.MustCompile(`# fuzz seed=\d+: (\d+) accesses in (\d+) s on \d+ CPUs, (\d+) per second; (\d+) faults`)
+	trampLine := regexp.MustCompile(`trampoline found overwritten[^\n]*`)
 	var seeds, passed, shutdowns, parked int
 	var accesses uint64
 	start := time.Now()
@@ -88,7 +89,7 @@ func TestGuestFuzz(t *testing.T) {
 			if m := rate.FindStringSubmatch(out); m != nil {
 				n, _ := strconv.ParseUint(m[1], 10, 64)
 				accesses += n
-				t.Logf("seed %d: PASS, %s accesses in %s s (%s/s), %s faults", seed, m[1], m[2], m[3], m[4])
+				t.Logf("seed %d: PASS, %s accesses in %s s (%s/s), %s faults; %s", seed, m[1], m[2], m[3], m[4], trampLine.FindString(out))
 			}
 		case errors.Is(res.Err, vcpu.ErrShutdown):
 			shutdowns++

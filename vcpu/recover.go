@@ -84,6 +84,9 @@ func (v *VCPU) recover() error {
 		}
 		if mode == 16 {
 			nmi += fmt.Sprintf(" (exits below RIP 0x40: %v)", v.lowExits)
+			if b, err := v.mem.Slice(sregs.CS.Base, 0x20); err == nil {
+				nmi += fmt.Sprintf(" (guest memory at CS base: % x)", b)
+			}
 		}
 		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s",
 			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, nmi)

@@ -28,8 +28,11 @@
  * come back within 6 s is a failure. Self-destruction govmm cannot help
  * is avoided: no write to the debug-exit port, ACPI sleep control or
  * reset registers, INIT only to one physical destination, SIPI only at
- * the trampoline's vector, and DMA addresses the fuzzer writes on purpose
- * point into the arena or outside RAM. The verdict on govmm (no panic,
+ * the trampoline's vector, DMA addresses the fuzzer writes on purpose
+ * point into the arena or outside RAM, garbage addresses it hands devices
+ * stay out of the first MiB (its real-mode code), and the trampoline is
+ * checked (counted) and repaired before every SIPI it sends (lowguard=0
+ * turns both off, to measure what they prevent). The verdict on govmm (no panic,
  * deadlock, leak or unexplained stop) is the host side's: tests/guestfuzz_test.go. */
 #include "rt.h"
 
@@ -159,6 +162,11 @@ static u32 below(struct cpu *c, u32 n) { return n ? r32(c) % n : 0; }
 static int one_in(struct cpu *c, u32 n) { return below(c, n) == 0; }
 
 static u32 value_raw(struct cpu *c);
+/* lowguard=0: neither keep garbage addresses out of the first MiB nor
+ * repair the trampoline before a SIPI (how often it was overwritten is
+ * still counted and reported): the fuzz as it was before both, to measure
+ * what they prevent. */
+static u32 low_guard = 1;
 static u32 init_on = 1;                  /* init=0: no INIT or SIPI anywhere */
 
 /* With init=0 no value the fuzz writes carries an INIT or StartUp delivery
@@ -221,6 +229,13 @@ static u64 dma_addr(struct cpu *c, u32 area, u32 len)
 	default: return area + (below(c, len) & ~15u);
 	}
 }
+
+/* A garbage address the fuzz hands a device (a wait descriptor's status
+ * address, a descriptor's buffer, a PV EOI word), kept out of the first
+ * MiB: the guest's real-mode code (trampoline, IVT, the jump on every
+ * page) lives there, and a device writing into it while a CPU starts on
+ * it makes that CPU mis-execute it. Such an address moves into the arena. */
+static u32 not_low(u32 a) { return low_guard && a < 0x100000u ? a + ARENA : a; }
 
 static void icr_send(struct cpu *c, u32 lo, u32 dest);
 
@@ -309,8 +324,33 @@ static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 		*lo = (*lo & ~0xFFu) | TRAMPOLINE >> 12;
 }
 
+/* The trampoline a SIPI starts a CPU on must be intact when the CPU runs
+ * it: garbage DMA (a wait descriptor's status address, a descriptor's
+ * buffer, anything a garbled table points at) may have written into it
+ * since the monitor last repaired it, and a CPU started on such bytes
+ * mis-executes them in real mode. Counted: how often it was found
+ * overwritten, and how often that was just before a SIPI. */
+static volatile u32 tramp_hits, tramp_hits_sipi;
+
+static void tramp_guard(int at_sipi)
+{
+	u32 n = tramp_end - tramp_start, i = 0;
+	while (i < n && ((volatile u8 *)TRAMPOLINE)[i] == (u8)tramp_start[i])
+		i++;
+	if (i == n)
+		return;
+	__atomic_add_fetch(at_sipi ? &tramp_hits_sipi : &tramp_hits, 1, __ATOMIC_RELAXED);
+	if (at_sipi)
+		printf("# trampoline overwritten before a SIPI: byte %u is 0x%02x, not 0x%02x%s\n", i,
+		       ((volatile u8 *)TRAMPOLINE)[i], (u8)tramp_start[i], low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
+	if (low_guard)
+		memcpy((void *)TRAMPOLINE, tramp_start, n);
+}
+
 static void icr_write(struct cpu *c, u32 lo, u32 dest)
 {
+	if ((lo >> 8 & 7) == 6)
+		tramp_guard(1);
 	if (c->x2) {
 		wrmsr(0x830, (u64)dest << 32 | lo);
 	} else {
@@ -473,7 +513,8 @@ static void op_msr(struct cpu *c)
 	case 0x1B:
 		return;                         /* op_apicmode's */
 	case 0x4B564D04u:                       /* PV EOI: KVM-style GPA | enable */
-		v = one_in(c, 4) ? v : (dma_addr(c, CPU_AREA + (c - cpu) * CPU_AREA_SZ + 0x1D000, 0x1000) & ~3ull) | 1;
+		v = one_in(c, 4) ? (v & ~0xFFFFFFFFull) | not_low((u32)v)
+				 : (dma_addr(c, CPU_AREA + (c - cpu) * CPU_AREA_SZ + 0x1D000, 0x1000) & ~3ull) | 1;
 		break;
 	case 0x6E0:                             /* TSC deadline: soon, now, past, far */
 		v = one_in(c, 2) ? rdtsc() + below(c, 2000000) : v;
@@ -685,8 +726,10 @@ static void op_virtio(struct cpu *c)
 		u32 *h = (u32 *)hdr;
 		h[0] = below(c, 10) == 0 ? value(c) : below(c, 2) ? 0 /* IN */ : one_in(c, 2) ? 4 /* FLUSH */ : 8 /* GET_ID */;
 		h[2] = below(c, 64), h[3] = 0;                  /* sector */
-		if (one_in(c, 3))
-			d[below(c, 12)] = value(c);                 /* one word of garbage */
+		if (one_in(c, 3)) {                             /* one word of garbage */
+			u32 w = below(c, 12);
+			d[w] = w % 4 == 0 ? not_low(value(c)) : value(c);
+		}
 		if (one_in(c, 8)) {                             /* a loop, or indirect */
 			d[3] = 1;                       /* NEXT, to itself */
 			d[7] |= 4;                      /* INDIRECT */
@@ -733,7 +776,7 @@ static void op_iommu(struct cpu *c)
 		static const u8 types[] = {1, 2, 4, 5, 7, 3, 0};
 		iq[4 * t] = types[below(c, sizeof types)] | (one_in(c, 4) ? value(c) & ~0xFu : 0);
 		iq[4 * t + 1] = value(c);
-		iq[4 * t + 2] = one_in(c, 2) ? (u32)dma_addr(c, IQ_AREA + 0x8000, 0x1000) : value(c);  /* wait status addr */
+		iq[4 * t + 2] = one_in(c, 2) ? (u32)dma_addr(c, IQ_AREA + 0x8000, 0x1000) : not_low(value(c));  /* wait status addr */
 		iq[4 * t + 3] = 0;
 		mmio_rw(c, r + 0x88, 4, 1, (t + 1) << 4 | (one_in(c, 8) ? below(c, 16) : 0));
 		mmio_rw(c, r + 0x8C, 4, 1, 0);
@@ -854,6 +897,7 @@ static void serial_sane(void)
  * through the IVT: every vector to an IRET. Rewritten by the monitor. */
 static void repair_low(void)
 {
+	tramp_guard(0);
 	memcpy((void *)TRAMPOLINE, tramp_start, tramp_end - tramp_start);
 	*(volatile u8 *)REAL_IRET = 0xCF;
 	for (int v = 2; v < 256; v++)
@@ -900,6 +944,8 @@ static void summary(void)
 		printf("# %s: %u\n", kind_name[k], kinds[k]);
 	printf("# fuzz seed=%u: %u accesses in %u s on %d CPUs, %u per second; %u faults, %u interrupts, %u NMIs taken; %u restarts\n",
 	       seed, ops, secs_done, ncpus, secs_done ? ops / secs_done : ops, traps, irqs, nmis, total_restarts);
+	printf("# trampoline found overwritten: %u times by the monitor, %u times just before a SIPI\n",
+	       tramp_hits, tramp_hits_sipi);
 }
 
 static void monitor(struct cpu *m, u64 now)
@@ -1173,6 +1219,7 @@ void test_main(void)
 	mon_next = t_start + tsc_hz / 2;
 	printf("# tsc %u kHz, %d CPUs, %d ranges, %d PCI functions\n", tsc_khz, ncpus, nmap, nfns);
 	restart_only = param_u32("restart", 0);
+	low_guard = param_u32("lowguard", 1);
 	smp_boot(fuzz_cpu);
 	if (restart_only)
 		restart_loop();
