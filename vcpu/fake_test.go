@@ -303,7 +303,7 @@ func (c wallClock) TSC() uint64 { return uint64(c.Now()) }
 
 // rig is a VM of fake vCPUs around real LAPICs, accounting and exit bus.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	apics *vlapic.Bus
 	acct  *accounting.VM
 	bus   exitbus.Bus
@@ -325,10 +325,10 @@ func (s sink) Notify(cpu int) {
 	}
 }
 
-func newRig(t *testing.T, n int) *rig { return newRigWith(t, n, vlapic.Options{X2APIC: true}) }
+func newRig(t testing.TB, n int) *rig { return newRigWith(t, n, vlapic.Options{X2APIC: true}) }
 
 // newRigWith is newRig with the LAPICs' options.
-func newRigWith(t *testing.T, n int, opts vlapic.Options) *rig {
+func newRigWith(t testing.TB, n int, opts vlapic.Options) *rig {
 	r := &rig{t: t, acct: accounting.NewVM(n), done: make(chan struct{}), clock: wallClock{time.Now()},
 		fakes: make([]*fakeCPU, n), pveoi: make([]PVEOI, n)}
 	r.apics = vlapic.NewBus(n, r.clock, sink{r}, opts)

@@ -290,7 +290,7 @@ func (p *countPVEOI) Retract()  { p.retract++ }
 func (p *countPVEOI) Reset()    { p.reset++ }
 
 // guestRAM is 2 MiB of guest memory and its first page's bytes.
-func guestRAM(t *testing.T) (*memory.Memory, []byte) {
+func guestRAM(t testing.TB) (*memory.Memory, []byte) {
 	m, err := memory.New(2 << 20)
 	if err != nil {
 		t.Fatal(err)
