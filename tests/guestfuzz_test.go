@@ -48,11 +48,14 @@ func TestGuestFuzz(t *testing.T) {
 	secs := int(seedTime / time.Second)
 	// GOVMM_FUZZ_ARGS: more words for the guest's command line. By default
 	// no value the fuzz writes carries INIT or StartUp (init=0): with them,
-	// one 60-second seed in three to seven still ends with a restarted
-	// CPU's real-mode trampoline mis-executed (CS:IP one or two bytes into
-	// an instruction, or a far jump taken as if CR0.PE were clear, with no
-	// exit between SIPI and the failure), not yet explained (README, "The
-	// guest attacks"). make guestfuzz runs with them.
+	// one 60-second seed in three to seven ended with a restarted CPU's
+	// real-mode trampoline mis-executed (CS:IP one or two bytes into an
+	// instruction, or a far jump taken as if CR0.PE were clear, with no
+	// exit between SIPI and the failure). The fuzz's own garbage DMA into
+	// the trampoline explains it; the guest now keeps its garbage out of
+	// the first MiB and repairs the trampoline before each SIPI, which
+	// awaits a run on a host with /dev/kvm before init=0 goes (README,
+	// "The guest attacks"). make guestfuzz runs with them.
 	args, ok := os.LookupEnv("GOVMM_FUZZ_ARGS")
 	if !ok {
 		args = "init=0"

@@ -22,8 +22,13 @@ func (v *VCPU) RequestDump(w io.Writer) {
 	}
 }
 
-// maybeDump runs on the vCPU thread after each KVM_RUN.
+// maybeDump runs on the vCPU thread after each KVM_RUN. A plain load
+// first: a dump is rare, and an atomic swap on every exit is not free (a
+// request that lands after the load is served at the next exit).
 func (v *VCPU) maybeDump(run *kvm.Run) {
+	if v.dumpTo.Load() == nil {
+		return
+	}
 	if p := v.dumpTo.Swap(nil); p != nil {
 		v.dump(*p, run)
 	}

@@ -20,11 +20,15 @@ type Entry struct {
 // TPR class and the timer's deadline are read. Every exit pays for it, so
 // it is one acquisition where the loop used to make five (issue 17's exit
 // floor); acknowledging the vector, when it injects one, is a second.
+// The clock is read only while the timer is armed: a stopped timer cannot
+// be due, and the read (a vDSO clock_gettime) was a quarter of govmm's own
+// time per exit in BenchmarkExit (vcpu/exitcost_test.go).
 func (a *LAPIC) Enter() Entry {
-	now := a.bus.clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.tickLocked(now)
+	if a.t.armed {
+		a.tickLocked(a.bus.clock.Now())
+	}
 	e := Entry{Pending: Pending{Events: a.ev}, CR8: uint64(a.tpr >> 4), TimerAt: a.t.deadline, TimerArmed: a.t.armed}
 	a.ev = Events{}
 	e.Vector, e.Fixed = a.pendingLocked()
