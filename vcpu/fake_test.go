@@ -73,6 +73,9 @@ type fakeCPU struct {
 	sregs  kvm.Sregs
 	queued int // vector queued with KVM_INTERRUPT, not taken; -1: none
 	exc    int // exception queued by SetEvents; -1: none
+	// nmiMasked: NMIs blocked (the guest is in an NMI handler), as
+	// KVM_GET/SET_VCPU_EVENTS show and set it (nmi.masked).
+	nmiMasked bool
 	last   *step
 
 	entries   []entry
@@ -207,6 +210,7 @@ func (f *fakeCPU) Events() (kvm.VCPUEvents, error) {
 	if f.exc >= 0 {
 		ev.Exception.Injected, ev.Exception.Nr = 1, uint8(f.exc)
 	}
+	ev.NMI.Masked = b2u(f.nmiMasked)
 	return ev, nil
 }
 
@@ -221,6 +225,7 @@ func (f *fakeCPU) SetEvents(ev kvm.VCPUEvents) error {
 	if ev.Exception.Injected != 0 {
 		f.exc = int(ev.Exception.Nr)
 	}
+	f.nmiMasked = ev.NMI.Masked != 0 // KVM sets it whatever the flags say
 	return nil
 }
 

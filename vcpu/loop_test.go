@@ -484,11 +484,13 @@ func TestInitCompletesLastExit(t *testing.T) {
 	r.fakes[0] = newFake()
 	inited := make(chan struct{}, 1)
 	init := func(f *fakeCPU) {
+		f.nmiMasked = true // INIT comes while the guest is in an NMI handler
 		r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
 		inited <- struct{}{}
 	}
 	var cs []uint16
-	rec := func(f *fakeCPU) { cs = append(cs, f.sregs.CS.Selector) }
+	var masked []bool
+	rec := func(f *fakeCPU) { cs = append(cs, f.sregs.CS.Selector); masked = append(masked, f.nmiMasked) }
 	f := newFake(open(kvm.ExitHLT).with(rec), msrExit(true, 0x4D564FFF, 1).with(init), outb(0x80, 0).with(rec))
 	r.fakes[1] = f
 	wait := r.start()
@@ -503,6 +505,9 @@ func TestInitCompletesLastExit(t *testing.T) {
 	wait()
 	if len(cs) != 2 || cs[0] != 0x2000 || cs[1] != 0x3000 {
 		t.Fatalf("CS in the guest %#x, want 0x2000 then 0x3000", cs)
+	}
+	if masked[1] {
+		t.Error("NMIs still blocked after INIT and SIPI: INIT unblocks them (KVM: vmx_vcpu_reset clears GUEST_INTERRUPTIBILITY_INFO)")
 	}
 	var imm []entry
 	for _, en := range f.entries {

@@ -558,7 +558,11 @@ func (v *VCPU) completeExit() error {
 	ev.Exception.Injected, ev.Exception.Pending, ev.Exception.HasErrorCode = 0, 0, 0
 	ev.ExceptionHasPayload, ev.ExceptionPayload = 0, 0
 	ev.Interrupt.Injected, ev.Interrupt.Shadow = 0, 0
-	ev.NMI.Injected, ev.NMI.Pending = 0, 0
+	// NMIs unblocked too: KVM's own INIT clears the interruptibility state
+	// (vmx_vcpu_reset writes GUEST_INTERRUPTIBILITY_INFO = 0: STI and MOV
+	// SS shadows and NMI blocking), so a CPU INITed inside an NMI handler
+	// takes NMIs again without waiting for an IRET it will never do.
+	ev.NMI.Injected, ev.NMI.Pending, ev.NMI.Masked = 0, 0, 0
 	ev.Flags = kvm.VCPUEventValidNMIPending | kvm.VCPUEventValidShadow
 	return v.kvm.SetEvents(ev)
 }
