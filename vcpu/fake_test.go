@@ -76,7 +76,7 @@ type fakeCPU struct {
 	// nmiMasked: NMIs blocked (the guest is in an NMI handler), as
 	// KVM_GET/SET_VCPU_EVENTS show and set it (nmi.masked).
 	nmiMasked bool
-	last   *step
+	last      *step
 
 	entries   []entry
 	injected  []uint8 // every KVM_INTERRUPT
