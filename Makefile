@@ -225,9 +225,14 @@ vet:
 # integration tests that run every bare-metal guest on /dev/kvm, every
 # package (vCPU threads share the APIC, accounting and device state) under
 # the race detector; then short fuzzing runs of the register interfaces.
+# Without /dev/kvm every test that runs a guest skips, and go test prints
+# nothing of a passing package's skips: the run says so, before and after.
+NO_KVM_NOTE = if [ ! -c /dev/kvm ]; then echo "make test: THIS MACHINE HAS NO /dev/kvm: every test that runs a guest on KVM (the bare-metal guests, the Linux boots, the in-guest fuzzer, the host probes) SKIPS; only the unit tests, the fakes and the fuzzing below prove anything here (go test -v ./tests/ lists the skips; docs/hosts.md)"; fi
 test: test-deps build guests floorvmm initramfs kernel debian-kernel vet
+	@$(NO_KVM_NOTE)
 	$(GO) test -race -count=1 -timeout 75m ./...
 	$(MAKE) -s fuzz FUZZTIME=10s
+	@$(NO_KVM_NOTE)
 
 FUZZTIME ?= 60s
 FUZZ_PKGS := ./vlapic/ ./vioapic/ ./vintremap/ ./pci/ ./virtio/
