@@ -282,8 +282,8 @@ func TestCounterTables(t *testing.T) {
 			series[s] = true
 		}
 	}
-	if len(CPUCounterTable) != 11 || len(PlatformCounterTable) != 7 {
-		t.Errorf("%d vCPU and %d platform counters, want 11 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	if len(CPUCounterTable) != 14 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 14 and 7", len(CPUCounterTable), len(PlatformCounterTable))
 	}
 
 	// Distinct values in every counter: the snapshot, the difference, the
@@ -451,5 +451,31 @@ func TestDeviceIRQs(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestChargeByReason: an exit charged to a device MSI is counted under its
+// reason, and DeviceIRQExits (the marker port's and blkbench's figure) is
+// their sum; an IPI's exits go to its kind whatever the reason; other
+// tags charge nothing.
+func TestChargeByReason(t *testing.T) {
+	var v VCPU
+	for why, n := range map[ChargeReason]int{ChargeHLT: 1, ChargeKick: 2, ChargeWindow: 3, ChargeEOI: 4} {
+		for range n {
+			v.Charge(uint8(DeviceMSI), why)
+		}
+	}
+	v.Charge(uint8(IPIX2APICLogical), ChargeEOI)
+	v.Charge(uint8(DeviceMSI)+1, ChargeEOI)
+	s := v.Snapshot()
+	if s.DeviceIRQHLT != 1 || s.DeviceIRQKick != 2 || s.DeviceIRQWindow != 3 || s.DeviceIRQEOI != 4 {
+		t.Errorf("by reason: HLT %d, kick %d, window %d, EOI %d; want 1, 2, 3, 4",
+			s.DeviceIRQHLT, s.DeviceIRQKick, s.DeviceIRQWindow, s.DeviceIRQEOI)
+	}
+	if n := DeviceIRQExits(&s.CPUCounters); n != 10 {
+		t.Errorf("DeviceIRQExits %d, want 10", n)
+	}
+	if s.IPIRecvExits[IPIX2APICLogical] != 1 {
+		t.Errorf("IPI receiver exits %v, want one of kind x2APIC logical", s.IPIRecvExits)
 	}
 }

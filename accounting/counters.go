@@ -46,10 +46,32 @@ type CPUCounters[T any] struct {
 	HaltPolls     T `json:"halt_polls,omitempty" metric:"govmm_halt_polls_total" help:"Halts whose thread polled for a wake-up before sleeping." listed:"halts_polled" group:"halt polling"`
 	HaltPollHits  T `json:"halt_poll_hits,omitempty" metric:"govmm_halt_poll_hits_total" help:"Halt polls that saw the wake-up (the thread did not sleep)." listed:"woken_while_polling" group:"halt polling"`
 	HaltPollNanos T `json:"halt_poll_ns,omitempty" metric:"govmm_halt_poll_seconds_total" scale:"1e-9" help:"Host time the vCPU's thread spent polling in halts." listed:"ns_polled" group:"halt polling"`
-	// DeviceIRQExits are what IPIRecvExits are for IPIs, for device MSIs
-	// (tag DeviceMSI): what a device's interrupt costs its receiver.
-	DeviceIRQExits T `json:"device_irq_exits,omitempty" metric:"govmm_device_irq_receiver_exits_total" help:"Exits of the vCPU that device MSIs to it caused: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"all_devices" group:"receivers' exits caused by device MSIs (wake from HLT, kick, window, EOI)"`
+	// The DeviceIRQ* exits are what IPIRecvExits are for IPIs, for device
+	// MSIs (tag DeviceMSI), by why each was charged (ChargeReason): what a
+	// device's interrupt costs its receiver, and which of those exits a
+	// delivery path can take away (PV EOI the EOI, posted interrupts the
+	// kick and window; a halted receiver exits on HLT whatever the path).
+	// DeviceIRQExits sums them.
+	DeviceIRQHLT    T `json:"device_irq_exits_hlt,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=hlt" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"hlt_woken" group:"receivers' exits caused by device MSIs"`
+	DeviceIRQKick   T `json:"device_irq_exits_kick,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=kick" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"kick" group:"receivers' exits caused by device MSIs"`
+	DeviceIRQWindow T `json:"device_irq_exits_window,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=window" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"interrupt_window" group:"receivers' exits caused by device MSIs"`
+	DeviceIRQEOI    T `json:"device_irq_exits_eoi,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=eoi" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"eoi" group:"receivers' exits caused by device MSIs"`
 }
+
+// DeviceIRQExits is every exit device MSIs caused the vCPU(s) of c.
+func DeviceIRQExits(c *CPUCounters[uint64]) uint64 {
+	return c.DeviceIRQHLT + c.DeviceIRQKick + c.DeviceIRQWindow + c.DeviceIRQEOI
+}
+
+// ChargeReason is why an exit is charged to the interrupt that caused it.
+type ChargeReason uint8
+
+const (
+	ChargeHLT    ChargeReason = iota // the HLT exit the interrupt woke
+	ChargeKick                       // the kick that made a running vCPU take it
+	ChargeWindow                     // the interrupt window it waited for
+	ChargeEOI                        // the EOI write that ended it
+)
 
 // Inject counts one vector injected with KVM_INTERRUPT.
 func (v *VCPU) Inject(vector uint8) {
@@ -65,15 +87,24 @@ func (v *VCPU) Withdraw(vector uint8) {
 	v.Withdrawn.Add(1)
 }
 
-// Charge counts one exit of this vCPU to the interrupt with latency tag
-// tag: an IPI's destination kind (vmm/latency.go) or DeviceMSI; any other
-// tag charges nothing.
-func (v *VCPU) Charge(tag uint8) {
+// Charge counts one exit of this vCPU, made for the reason why, to the
+// interrupt with latency tag tag: an IPI's destination kind
+// (vmm/latency.go) or DeviceMSI; any other tag charges nothing.
+func (v *VCPU) Charge(tag uint8, why ChargeReason) {
 	switch {
 	case tag < uint8(NumIPIKinds):
 		v.IPIRecvExits[tag].Add(1)
 	case tag == uint8(DeviceMSI):
-		v.DeviceIRQExits.Add(1)
+		switch why {
+		case ChargeHLT:
+			v.DeviceIRQHLT.Add(1)
+		case ChargeKick:
+			v.DeviceIRQKick.Add(1)
+		case ChargeWindow:
+			v.DeviceIRQWindow.Add(1)
+		case ChargeEOI:
+			v.DeviceIRQEOI.Add(1)
+		}
 	}
 }
 

@@ -236,8 +236,8 @@ func writeListed(w io.Writer, title, group string, table []Counter, at func(Coun
 // haltPolling is the group of the halt-polling counters (CPUCounters).
 const haltPolling = "halt polling"
 
-// deviceExits is the group of CPUCounters.DeviceIRQExits.
-const deviceExits = "receivers' exits caused by device MSIs (wake from HLT, kick, window, EOI)"
+// deviceExits is the group of the CPUCounters.DeviceIRQ* counters.
+const deviceExits = "receivers' exits caused by device MSIs"
 
 // WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.

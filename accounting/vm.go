@@ -115,7 +115,7 @@ func (a *VM) LastSection(cpu int) SectionCounts {
 			c.IPIsDelivered += s.IPIDelivered[k]
 			c.IPIsSent += s.IPISent[k]
 		}
-		c.DeviceIRQExits += s.DeviceIRQExits
+		c.DeviceIRQExits += DeviceIRQExits(&s.CPUCounters)
 	}
 	return c
 }

@@ -37,7 +37,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		}
 	case kvm.ExitIRQWindowOpen:
 		v.acct.Exit(accounting.CauseIRQWindow)
-		v.charge(v.windowFor >= 0, uint8(v.windowFor))
+		v.charge(v.windowFor >= 0, uint8(v.windowFor), accounting.ChargeWindow)
 	case kvm.ExitIntr:
 		v.acct.Exit(v.kickCause())
 	case kvm.ExitSetTPR:

@@ -264,7 +264,7 @@ func (v *VCPU) Run() error {
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
 	if p := v.look(); p.Work() || v.stopped() {
-		v.charge(p.Fixed, p.Vector)
+		v.charge(p.Fixed, p.Vector, accounting.ChargeKick)
 		return accounting.CauseKick
 	}
 	return accounting.CauseKickSpurious
@@ -419,7 +419,7 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
 	if woke {
 		v.acct.Wakeups.Add(1)
-		v.charge(p.Fixed && ifFlag, p.Vector) // the HLT exit was the IPI's
+		v.charge(p.Fixed && ifFlag, p.Vector, accounting.ChargeHLT) // the HLT exit was the IPI's
 	}
 	return woke
 }
@@ -429,12 +429,12 @@ func (v *VCPU) halt(ifFlag bool) bool {
 // waits unacknowledged, is the IPI's accounting kind or DeviceMSI for a
 // device's MSI (vmm/latency.go). A vector nothing stamped (a timer's, the
 // IOAPIC's) charges nothing.
-func (v *VCPU) charge(fixed bool, vec uint8) {
+func (v *VCPU) charge(fixed bool, vec uint8, why accounting.ChargeReason) {
 	if !fixed {
 		return
 	}
 	if tag, ok := v.lapic.PendingTag(vec); ok {
-		v.acct.Charge(tag)
+		v.acct.Charge(tag, why)
 	}
 }
 

@@ -96,7 +96,7 @@ func syncKVMAPICBase(v exitbus.VCPU, val uint64) error {
 // the kind, vmm/latency.go).
 func (vm *VM) countIPI(cpu int, e vlapic.Effect, x2apic bool) {
 	if e.Ended != 0 {
-		vm.acct.CPUs[cpu].Charge(e.Ended.Tag())
+		vm.acct.CPUs[cpu].Charge(e.Ended.Tag(), accounting.ChargeEOI)
 	}
 	if !e.IPI {
 		return
