@@ -66,6 +66,7 @@ func (v *VCPU) dump(w io.Writer, run *kvm.Run) {
 	if stack != "" {
 		fmt.Fprintf(w, "vCPU %d: stack %s\n", v.id, stack)
 	}
+	fmt.Fprintf(w, "vCPU %d: last events %v\n", v.id, &v.log)
 }
 
 // Dump stack scan bounds: words read from RSP, names printed.

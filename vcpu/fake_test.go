@@ -87,6 +87,7 @@ type fakeCPU struct {
 	sigmask   uint64
 
 	internal kvm.InternalExit
+	emul     kvm.EmulationFailure // KVM's report of an emulation failure
 	failE    kvm.FailEntryExit
 	sysE     kvm.SystemEventExit
 }
@@ -247,7 +248,7 @@ func (f *fakeCPU) IO() (*kvm.IOExit, []byte)               { return &f.last.io, 
 func (f *fakeCPU) MMIO() *kvm.MMIOExit                     { return &f.last.mmio }
 func (f *fakeCPU) MSR() *kvm.MSRExit                       { return &f.last.msr }
 func (f *fakeCPU) Internal() *kvm.InternalExit             { return &f.internal }
-func (f *fakeCPU) EmulationFailure() *kvm.EmulationFailure { return &kvm.EmulationFailure{} }
+func (f *fakeCPU) EmulationFailure() *kvm.EmulationFailure { return &f.emul }
 func (f *fakeCPU) FailEntry() *kvm.FailEntryExit           { return &f.failE }
 func (f *fakeCPU) SystemEvent() *kvm.SystemEventExit       { return &f.sysE }
 

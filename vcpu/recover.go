@@ -74,22 +74,16 @@ func (v *VCPU) recover() error {
 	}
 	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
 		v.acct.Exit(accounting.CauseOther)
-		nmi := ""
-		if mode == 16 && v.realModeNMI.ok {
-			nmi = fmt.Sprintf(" (the last NMI injected in real mode was at CS:IP %#x:%#x)", v.realModeNMI.cs, v.realModeNMI.rip)
-		}
-		if mode == 16 && v.lastINIT.ok {
-			nmi += fmt.Sprintf(" (the last INIT came after exit %d at RIP %#x, RIP %#x once completed in %d more exits)",
-				v.lastINIT.reason, v.lastINIT.ripAt, v.lastINIT.ripDone, v.lastINIT.parts)
-		}
-		if mode == 16 {
-			nmi += fmt.Sprintf(" (exits below RIP 0x40: %v)", v.lowExits)
+		// In real mode (paging off) CS base is a physical address: the
+		// code as the CPU found it in RAM, beside the bytes KVM fetched.
+		seen := ""
+		if mode == 16 && v.mem != nil {
 			if b, err := v.mem.Slice(sregs.CS.Base, 0x20); err == nil {
-				nmi += fmt.Sprintf(" (guest memory at CS base: % x)", b)
+				seen = fmt.Sprintf("; guest memory at CS base: % x", b)
 			}
 		}
-		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s",
-			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, nmi)
+		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s; the vCPU's last events: %v",
+			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, seen, &v.log)
 	}
 	v.acct.Exit(accounting.CauseRecoverOther)
 	regs.RIP += uint64(inst.Len)

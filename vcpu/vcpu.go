@@ -120,27 +120,10 @@ type VCPU struct {
 	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
 
 	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
-	// What an emulation failure in real mode names (recover), for the
-	// fuzzer's open case (README, "The guest attacks"): realModeNMI is
-	// where the last NMI injected into real-mode code went (CS:IP; ok: one
-	// was, in this vCPU's life), since an NMI there moves IP outside the
-	// guest's own instructions; lowExits the last exits (reason@RIP, -1
-	// for a kick) at RIPs below 0x40, where a real-mode AP trampoline
-	// runs (one comparison per exit); lastINIT what the last INIT
-	// interrupted (completeExit): the exit it came after, RIP at that exit
-	// and once KVM completed it.
-	realModeNMI struct {
-		cs  uint16
-		rip uint64
-		ok  bool
-	}
-	lowExits []string
-	lastINIT struct {
-		reason         uint32
-		ripAt, ripDone uint64
-		parts          int
-		ok             bool
-	}
+	// log is the vCPU's last exits, kicks, injections, INITs and SIPIs,
+	// which an emulation failure's message and the USR2 dump print. Only
+	// this vCPU's thread touches it.
+	log eventLog
 
 	events     vlapic.Events // latched LAPIC events not yet acted on
 	cr8        uint64        // CR8 handed to KVM at the last entry
@@ -231,23 +214,15 @@ func (v *VCPU) Run() error {
 		v.afterRun()
 		v.syncCR8(run)
 		v.maybeDump(run)
-		if rip := run.Sync.Regs.RIP; rip < 0x40 {
-			why := int(run.ExitReason)
-			if err != nil {
-				why = -1
-			}
-			v.lowExits = append(v.lowExits, fmt.Sprintf("%d@%#x", why, rip))
-			if len(v.lowExits) > 12 {
-				v.lowExits = v.lowExits[1:]
-			}
-		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				v.log.add(evKick, 0, run.Sync.Regs.RIP)
 				v.acct.Exit(v.kickCause())
 				continue
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
 		}
+		v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
 		if err := v.handleExit(run); err != nil {
 			if errors.Is(err, errStop) {
 				return nil
@@ -347,9 +322,7 @@ func (v *VCPU) prepareEntry() error {
 		v.events.NMI = false
 		if err := v.kvm.NMI(); err == nil {
 			v.acct.NMIs.Add(1)
-			if sr, err := v.sregs(); err == nil && sr.CR0&1 == 0 {
-				v.realModeNMI.cs, v.realModeNMI.rip, v.realModeNMI.ok = sr.CS.Selector, run.Sync.Regs.RIP, true
-			}
+			v.log.add(evNMI, 0, run.Sync.Regs.RIP)
 		}
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
@@ -365,6 +338,7 @@ func (v *VCPU) prepareEntry() error {
 			}
 			injected = int(ack.Vector)
 			v.acct.Inject(ack.Vector)
+			v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
 			if ack.PVEOI {
 				v.pveoi.Offer()
 			}
@@ -531,15 +505,13 @@ func (v *VCPU) afterRun() {
 func (v *VCPU) completeExit() error {
 	const maxParts = 64 // a REP MOVS of an MMIO range completes in pieces
 	run := v.kvm.RunData()
-	v.lastINIT.reason, v.lastINIT.ripAt, v.lastINIT.parts, v.lastINIT.ok = run.ExitReason, run.Sync.Regs.RIP, 0, true
-	defer func() { v.lastINIT.ripDone = run.Sync.Regs.RIP }()
 	for i := 0; ; i++ {
-		v.lastINIT.parts = i
 		v.kvm.SetImmediateExit(true)
 		err := v.kvm.Run()
 		v.afterRun() // a kick that came meanwhile is seen by the look that follows INIT
 		if err != nil {
 			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+				v.log.add(evINIT, uint32(i), run.Sync.Regs.RIP)
 				break
 			}
 			return fmt.Errorf("KVM_RUN to complete the last exit before INIT: %w", err)
@@ -547,7 +519,8 @@ func (v *VCPU) completeExit() error {
 		if i == maxParts {
 			return fmt.Errorf("the instruction INIT interrupted was not complete after %d more exits", maxParts)
 		}
-		if err := v.handleExit(v.kvm.RunData()); err != nil {
+		v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
+		if err := v.handleExit(run); err != nil {
 			return err
 		}
 	}
@@ -588,6 +561,7 @@ func (v *VCPU) waitSIPI() bool {
 			if err := startAt(v.kvm, vec); err != nil {
 				return false
 			}
+			v.log.add(evSIPI, uint32(vec), 0)
 			v.acct.Wakeups.Add(1)
 			return true
 		}
