@@ -345,6 +345,23 @@ type FailEntryExit struct {
 	CPU                        uint32
 }
 
+// DebugRegs is struct kvm_debugregs: DR0-DR3, DR6 and DR7 as KVM keeps
+// them for the vCPU (KVM_GET/SET_DEBUGREGS; flags must be 0).
+type DebugRegs struct {
+	DB       [4]uint64
+	DR6      uint64
+	DR7      uint64
+	Flags    uint64
+	Reserved [9]uint64
+}
+
+// Debug register values after RESET or INIT (SDM vol. 3, table 9-1; KVM's
+// DR6_ACTIVE_LOW and DR7_FIXED_1).
+const (
+	DR6Init = 0xFFFF0FF0
+	DR7Init = 0x400
+)
+
 // XCRs is struct kvm_xcrs: the vCPU's extended control registers (XCR0 is
 // the only one x86 defines).
 type XCRs struct {

@@ -49,4 +49,5 @@ var (
 	kvmGetXCRs             = ior(0xa6, 392)
 	kvmSetXCRs             = iow(0xa7, 392)
 	kvmGetXSAVE2           = ior(0xcf, 4096)
+	kvmSetDebugRegs        = iow(0xa2, 128)
 )

@@ -502,6 +502,11 @@ func (c *VCPU) SetXCR0(v uint64) error {
 	return wrap("KVM_SET_XCRS", ioctlPtr(c.fd, kvmSetXCRs, &x))
 }
 
+// SetDebugRegs writes DR0-DR3, DR6 and DR7 with KVM_SET_DEBUGREGS.
+func (c *VCPU) SetDebugRegs(d DebugRegs) error {
+	return wrap("KVM_SET_DEBUGREGS", ioctlPtr(c.fd, kvmSetDebugRegs, &d))
+}
+
 // SetIOEventFD registers (or, with IOEventFDFlagDeassign, removes) an
 // ioeventfd with KVM_IOEVENTFD.
 func (vm *VM) SetIOEventFD(e IOEventFD) error {

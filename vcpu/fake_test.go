@@ -76,7 +76,10 @@ type fakeCPU struct {
 	// nmiMasked: NMIs blocked (the guest is in an NMI handler), as
 	// KVM_GET/SET_VCPU_EVENTS show and set it (nmi.masked).
 	nmiMasked bool
-	last      *step
+	debugRegs *kvm.DebugRegs // the last KVM_SET_DEBUGREGS; nil: none
+	// refuseDebugRegs makes KVM_SET_DEBUGREGS fail.
+	refuseDebugRegs bool
+	last            *step
 
 	entries   []entry
 	injected  []uint8 // every KVM_INTERRUPT
@@ -258,6 +261,14 @@ func (f *fakeCPU) XSAVE([]byte) error    { return errNoXSAVE }
 func (f *fakeCPU) SetXSAVE([]byte) error { return errNoXSAVE }
 func (f *fakeCPU) XCR0() (uint64, error) { return 0, errNoXSAVE }
 func (f *fakeCPU) SetXCR0(uint64) error  { return errNoXSAVE }
+
+func (f *fakeCPU) SetDebugRegs(d kvm.DebugRegs) error {
+	if f.refuseDebugRegs {
+		return errors.New("fake: KVM_SET_DEBUGREGS: invalid argument")
+	}
+	f.debugRegs = &d
+	return nil
+}
 
 // Script steps.
 

@@ -41,6 +41,9 @@ type Hardware interface {
 	SetXSAVE(buf []byte) error
 	XCR0() (uint64, error)
 	SetXCR0(v uint64) error
+
+	// SetDebugRegs is KVM_SET_DEBUGREGS (INIT resets DR0-DR7).
+	SetDebugRegs(d kvm.DebugRegs) error
 }
 
 var _ Hardware = (*kvm.VCPU)(nil)

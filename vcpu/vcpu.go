@@ -75,6 +75,10 @@ type Config struct {
 	// HaltPoll is how the vCPU's thread polls for a wake-up after HLT
 	// before it sleeps (package haltpoll); the zero Policy never polls.
 	HaltPoll haltpoll.Policy
+	// Signature is CPUID.1 EAX as the vCPU's CPUID table gives it
+	// (family, model, stepping): RDX after INIT, as KVM's own INIT leaves
+	// it (kvm_vcpu_reset); 0 gives KVM's default, 0x600.
+	Signature uint32
 	// Symbols gives the table that names guest kernel addresses in dumps,
 	// read on the first dump (a vmlinux's symbols take a moment to load);
 	// nil, or a nil table, prints bare addresses.
@@ -98,6 +102,7 @@ type VCPU struct {
 	mem   *memory.Memory
 	done  <-chan struct{}
 	boot  *EntryState
+	sig   uint32 // Config.Signature, or 0x600
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
@@ -143,6 +148,10 @@ func New(id int, c Config) *VCPU {
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
+	}
+	v.sig = c.Signature
+	if v.sig == 0 {
+		v.sig = 0x600
 	}
 	if c.XState != nil {
 		v.xstate, v.xsaveBuf = c.XState, make([]byte, max(c.XSAVESize, kvm.XSAVEMinSize))
@@ -195,8 +204,10 @@ func (v *VCPU) Run() error {
 		if err := v.boot.apply(v.kvm); err != nil {
 			return &Error{v.id, err}
 		}
-	} else if !v.waitSIPI() {
+	} else if err := v.waitSIPI(); errors.Is(err, errStop) {
 		return nil
+	} else if err != nil {
+		return &Error{v.id, err}
 	}
 	for {
 		if v.stopped() {
@@ -310,8 +321,11 @@ func (v *VCPU) prepareEntry() error {
 		}
 		v.pveoi.Reset()
 		v.lapic.InitReset()
-		if !v.waitSIPI() {
-			return errStop
+		if err := disableKVMPV(v.kvm); err != nil {
+			return err
+		}
+		if err := v.waitSIPI(); err != nil {
+			return err
 		}
 		v.state.Store(uint32(StateGuest))
 		p = v.look()
@@ -541,8 +555,9 @@ func (v *VCPU) completeExit() error {
 }
 
 // waitSIPI parks the vCPU until a Startup IPI, then puts it in real mode at
-// vector << 8. It returns false when the VM ends.
-func (v *VCPU) waitSIPI() bool {
+// vector << 8. It returns errStop when the VM ends, and KVM's refusal of
+// the start-up state as an error of its own.
+func (v *VCPU) waitSIPI() error {
 	v.state.Store(uint32(StateWaitSIPI))
 	defer v.state.Store(uint32(StateVMM))
 	// A SIPI latched together with the INIT that sent us here came after
@@ -558,17 +573,17 @@ func (v *VCPU) waitSIPI() bool {
 			vec := v.events.SIPIVector
 			v.events = vlapic.Events{}
 			v.exceptionQueued = false
-			if err := startAt(v.kvm, vec); err != nil {
-				return false
+			if err := startAt(v.kvm, vec, v.sig); err != nil {
+				return fmt.Errorf("starting at SIPI vector %#x: %w", vec, err)
 			}
 			v.log.add(evSIPI, uint32(vec), 0)
 			v.acct.Wakeups.Add(1)
-			return true
+			return nil
 		}
 		select {
 		case <-v.wake:
 		case <-v.done:
-			return false
+			return errStop
 		}
 	}
 }

@@ -287,6 +287,10 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return err
 	}
 	opts.pv = vm.pv.leaves()
+	var signature uint32 // CPUID.1 EAX, RDX after INIT
+	if e, ok := lookupCPUID(table, 1, 0); ok {
+		signature = e.EAX
+	}
 	for i, c := range vm.kvcpu {
 		if err := c.SetCPUID(cpuidFor(supported, i, n, opts)); err != nil {
 			return err
@@ -305,7 +309,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
 			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
-			HaltPoll: vm.haltPoll}
+			HaltPoll: vm.haltPoll, Signature: signature}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot

@@ -1,0 +1,108 @@
+package vcpu
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// After INIT and SIPI the vCPU is as KVM's own INIT leaves it
+// (kvm_vcpu_reset with init_event, arch/x86/kvm/x86.c): RDX is the
+// processor signature, CR0.CD/NW survive while paging and protection go,
+// the debug registers are at their reset values.
+func TestStartAtIsKVMsINIT(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		cr0, wantCR0 uint64
+		sig          uint32
+	}{
+		{"Linux's CR0 (caches on)", 0x80050033, 0x10, 0x806F8},
+		{"caches off before INIT", 0xE0000011, 0x60000010, 0xA20F12},
+	} {
+		f := newFake()
+		f.sregs.CR0, f.sregs.CR4, f.sregs.EFER, f.sregs.CR3 = c.cr0, 0x20, 0x500, 0x1000
+		f.regs = kvm.Regs{RAX: 1, RDX: 2, RSP: 3, RIP: 0xffffffff81000000}
+		if err := startAt(f, 0x08, c.sig); err != nil {
+			t.Fatal(err)
+		}
+		if f.sregs.CR0 != c.wantCR0 || f.sregs.CR4 != 0 || f.sregs.EFER != 0 || f.sregs.CR3 != 0 {
+			t.Errorf("%s: CR0 %#x CR4 %#x EFER %#x CR3 %#x, want CR0 %#x and the rest 0",
+				c.name, f.sregs.CR0, f.sregs.CR4, f.sregs.EFER, f.sregs.CR3, c.wantCR0)
+		}
+		if want := (kvm.Regs{RDX: uint64(c.sig), RFLAGS: 2}); f.regs != want {
+			t.Errorf("%s: registers %+v, want %+v", c.name, f.regs, want)
+		}
+		if f.sregs.CS.Selector != 0x0800 || f.sregs.CS.Base != 0x8000 {
+			t.Errorf("%s: CS %#x base %#x, want 0x800 base 0x8000", c.name, f.sregs.CS.Selector, f.sregs.CS.Base)
+		}
+		if d := f.debugRegs; d == nil || *d != (kvm.DebugRegs{DR6: 0xFFFF0FF0, DR7: 0x400}) {
+			t.Errorf("%s: debug registers %+v, want DR6 0xffff0ff0 and DR7 0x400, the rest 0", c.name, d)
+		}
+	}
+}
+
+// INIT turns off the KVM PV features that write guest memory, where the
+// guest had turned them on; it leaves alone what KVM does not serve here.
+func TestINITDisablesKVMPV(t *testing.T) {
+	f := newFake()
+	f.msrs[0x4B564D01] = 0x7000 | 1 // kvmclock on
+	f.msrs[0x12] = 0                // the old kvmclock MSR, off
+	if err := disableKVMPV(f); err != nil {
+		t.Fatal(err)
+	}
+	if f.msrs[0x4B564D01] != 0 {
+		t.Errorf("MSR_KVM_SYSTEM_TIME_NEW %#x after INIT, want 0", f.msrs[0x4B564D01])
+	}
+	for _, m := range []uint32{0x4B564D02, 0x4B564D03, 0x4B564D06} {
+		if _, ok := f.msrs[m]; ok {
+			t.Errorf("MSR %#x written, though the guest never turned it on", m)
+		}
+	}
+}
+
+// The INIT path itself runs it: a CPU INITed with kvmclock on comes back
+// with it off.
+func TestINITPathDisablesKVMPV(t *testing.T) {
+	r := newRig(t, 2)
+	r.fakes[0] = newFake()
+	inited := make(chan struct{}, 1)
+	after := uint64(1)
+	r.fakes[1] = newFake(
+		outb(0x80, 0).with(func(f *fakeCPU) {
+			f.msrs[0x4B564D01] = 0x7000 | 1 // the guest turns kvmclock on
+			r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 1, Source: -1})
+			inited <- struct{}{}
+		}),
+		outb(0x80, 0).with(func(f *fakeCPU) { after = f.msrs[0x4B564D01] }))
+	wait := r.start()
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
+	<-inited
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x30, Dest: 1, Source: -1})
+	wait()
+	if after != 0 {
+		t.Errorf("MSR_KVM_SYSTEM_TIME_NEW %#x after INIT and SIPI, want 0", after)
+	}
+}
+
+// A start-up state KVM refuses ends the vCPU with an error that says so,
+// not quietly as if the VM had ended.
+func TestRefusedStartIsAnError(t *testing.T) {
+	r := newRig(t, 2)
+	r.fakes[0] = newFake()
+	f := newFake(outb(0x80, 0))
+	f.refuseDebugRegs = true
+	r.fakes[1] = f
+	r.build()
+	errs := make(chan error, 1)
+	go func() { errs <- r.cpus[1].Run() }()
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
+	err := <-errs
+	if err == nil || !strings.Contains(err.Error(), "starting at SIPI vector 0x20") {
+		t.Errorf("vCPU ended with %v, want the refused start-up state named", err)
+	}
+}
