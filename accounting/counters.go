@@ -89,7 +89,8 @@ func (v *VCPU) Withdraw(vector uint8) {
 
 // Charge counts one exit of this vCPU, made for the reason why, to the
 // interrupt with latency tag tag: an IPI's destination kind
-// (vmm/latency.go) or DeviceMSI; any other tag charges nothing.
+// (vmm/latency.go; IPIRecvExits keeps the kind, not why) or DeviceMSI (by
+// why); any other tag charges nothing.
 func (v *VCPU) Charge(tag uint8, why ChargeReason) {
 	switch {
 	case tag < uint8(NumIPIKinds):
