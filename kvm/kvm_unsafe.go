@@ -59,6 +59,9 @@ var ErrNoKVM = errors.New("kvm unavailable")
 func Open(path string) (*System, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if hint := noKVMHint(sysfs, err); hint != "" {
+			return nil, fmt.Errorf("%w: cannot open %s: %v (%s)", ErrNoKVM, path, err, hint)
+		}
 		return nil, fmt.Errorf("%w: cannot open %s: %v", ErrNoKVM, path, err)
 	}
 	v, err := ioctl(fd, kvmGetAPIVersion, 0)
