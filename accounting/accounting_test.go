@@ -282,8 +282,8 @@ func TestCounterTables(t *testing.T) {
 			series[s] = true
 		}
 	}
-	if len(CPUCounterTable) != 14 || len(PlatformCounterTable) != 7 {
-		t.Errorf("%d vCPU and %d platform counters, want 14 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	if len(CPUCounterTable) != 18 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 18 and 7", len(CPUCounterTable), len(PlatformCounterTable))
 	}
 
 	// Distinct values in every counter: the snapshot, the difference, the
@@ -456,8 +456,8 @@ func TestDeviceIRQs(t *testing.T) {
 
 // TestChargeByReason: an exit charged to a device MSI is counted under its
 // reason, and DeviceIRQExits (the marker port's and blkbench's figure) is
-// their sum; an IPI's exits go to its kind whatever the reason; other
-// tags charge nothing.
+// their sum; an IPI's exits go to its kind and its reason; other tags
+// charge nothing.
 func TestChargeByReason(t *testing.T) {
 	var v VCPU
 	for why, n := range map[ChargeReason]int{ChargeHLT: 1, ChargeKick: 2, ChargeWindow: 3, ChargeEOI: 4} {
@@ -475,7 +475,8 @@ func TestChargeByReason(t *testing.T) {
 	if n := DeviceIRQExits(&s.CPUCounters); n != 10 {
 		t.Errorf("DeviceIRQExits %d, want 10", n)
 	}
-	if s.IPIRecvExits[IPIX2APICLogical] != 1 {
-		t.Errorf("IPI receiver exits %v, want one of kind x2APIC logical", s.IPIRecvExits)
+	if s.IPIRecvExits[IPIX2APICLogical] != 1 || s.IPIRecvEOI != 1 || s.IPIRecvHLT+s.IPIRecvKick+s.IPIRecvWindow != 0 {
+		t.Errorf("IPI receiver exits %v by kind, EOI %d, HLT+kick+window %d: want one, of kind x2APIC logical, for its EOI",
+			s.IPIRecvExits, s.IPIRecvEOI, s.IPIRecvHLT+s.IPIRecvKick+s.IPIRecvWindow)
 	}
 }

@@ -56,6 +56,12 @@ type CPUCounters[T any] struct {
 	DeviceIRQKick   T `json:"device_irq_exits_kick,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=kick" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"kick" group:"receivers' exits caused by device MSIs"`
 	DeviceIRQWindow T `json:"device_irq_exits_window,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=window" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"interrupt_window" group:"receivers' exits caused by device MSIs"`
 	DeviceIRQEOI    T `json:"device_irq_exits_eoi,omitempty" metric:"govmm_device_irq_receiver_exits_total" label:"why=eoi" help:"Exits of the vCPU that device MSIs to it caused, by why: the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"eoi" group:"receivers' exits caused by device MSIs"`
+	// The IPIRecv* exits are IPIRecvExits (by destination kind) again, by
+	// why each was charged.
+	IPIRecvHLT    T `json:"ipi_receiver_exits_hlt,omitempty" metric:"govmm_ipi_receiver_exits_total" label:"why=hlt" help:"Exits of the vCPU that IPIs to it caused, by why (all destination kinds): the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"hlt_woken" group:"receivers' exits caused by IPIs"`
+	IPIRecvKick   T `json:"ipi_receiver_exits_kick,omitempty" metric:"govmm_ipi_receiver_exits_total" label:"why=kick" help:"Exits of the vCPU that IPIs to it caused, by why (all destination kinds): the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"kick" group:"receivers' exits caused by IPIs"`
+	IPIRecvWindow T `json:"ipi_receiver_exits_window,omitempty" metric:"govmm_ipi_receiver_exits_total" label:"why=window" help:"Exits of the vCPU that IPIs to it caused, by why (all destination kinds): the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"interrupt_window" group:"receivers' exits caused by IPIs"`
+	IPIRecvEOI    T `json:"ipi_receiver_exits_eoi,omitempty" metric:"govmm_ipi_receiver_exits_total" label:"why=eoi" help:"Exits of the vCPU that IPIs to it caused, by why (all destination kinds): the HLT exit one woke, the kick or interrupt window it made, the EOI that ended it." listed:"eoi" group:"receivers' exits caused by IPIs"`
 }
 
 // DeviceIRQExits is every exit device MSIs caused the vCPU(s) of c.
@@ -89,23 +95,29 @@ func (v *VCPU) Withdraw(vector uint8) {
 
 // Charge counts one exit of this vCPU, made for the reason why, to the
 // interrupt with latency tag tag: an IPI's destination kind
-// (vmm/latency.go; IPIRecvExits keeps the kind, not why) or DeviceMSI (by
-// why); any other tag charges nothing.
+// (vmm/latency.go), counted by kind and by why, or DeviceMSI, by why; any
+// other tag charges nothing.
 func (v *VCPU) Charge(tag uint8, why ChargeReason) {
 	switch {
 	case tag < uint8(NumIPIKinds):
 		v.IPIRecvExits[tag].Add(1)
+		byWhy(why, &v.IPIRecvHLT, &v.IPIRecvKick, &v.IPIRecvWindow, &v.IPIRecvEOI).Add(1)
 	case tag == uint8(DeviceMSI):
-		switch why {
-		case ChargeHLT:
-			v.DeviceIRQHLT.Add(1)
-		case ChargeKick:
-			v.DeviceIRQKick.Add(1)
-		case ChargeWindow:
-			v.DeviceIRQWindow.Add(1)
-		case ChargeEOI:
-			v.DeviceIRQEOI.Add(1)
-		}
+		byWhy(why, &v.DeviceIRQHLT, &v.DeviceIRQKick, &v.DeviceIRQWindow, &v.DeviceIRQEOI).Add(1)
+	}
+}
+
+// byWhy is the counter of the four that counts reason why.
+func byWhy(why ChargeReason, hlt, kick, window, eoi *atomic.Uint64) *atomic.Uint64 {
+	switch why {
+	case ChargeHLT:
+		return hlt
+	case ChargeKick:
+		return kick
+	case ChargeWindow:
+		return window
+	default:
+		return eoi
 	}
 }
 

@@ -236,6 +236,9 @@ func writeListed(w io.Writer, title, group string, table []Counter, at func(Coun
 // haltPolling is the group of the halt-polling counters (CPUCounters).
 const haltPolling = "halt polling"
 
+// ipiExits is the group of the CPUCounters.IPIRecv* counters.
+const ipiExits = "receivers' exits caused by IPIs"
+
 // deviceExits is the group of the CPUCounters.DeviceIRQ* counters.
 const deviceExits = "receivers' exits caused by device MSIs"
 
@@ -257,6 +260,7 @@ func (r Report) WriteTable(w io.Writer) {
 	writeLatency(w, r.Latency)
 	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
 	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)
+	writeListed(w, ipiExits, ipiExits, CPUCounterTable, r.Total.At)
 	writeListed(w, deviceExits, deviceExits, CPUCounterTable, r.Total.At)
 	// The platform's counters stay zero until an IOAPIC entry fires or a
 	// device sends an MSI (the others count what became of those), and so
