@@ -32,8 +32,9 @@
  * point into the arena or outside RAM, garbage addresses it hands devices
  * stay out of the first MiB (its real-mode code), and the trampoline is
  * checked (counted) and repaired before every SIPI it sends (lowguard=0
- * turns both off, to measure what they prevent). The verdict on govmm (no panic,
- * deadlock, leak or unexplained stop) is the host side's: tests/guestfuzz_test.go. */
+ * turns both off, to measure what they prevent). The verdict on govmm
+ * (no panic, deadlock, leak or unexplained stop) is the host side's:
+ * tests/guestfuzz_test.go. */
 #include "rt.h"
 
 const char guest_name[] = "fuzz";
@@ -1197,7 +1198,8 @@ void test_main(void)
 	seed = param_u32("seed", 1);
 	secs = param_u32("secs", 10);
 	init_on = param_u32("init", 1);
-	printf("fuzz seed=%u secs=%u init=%u\n", seed, secs, init_on);
+	low_guard = param_u32("lowguard", 1);
+	printf("fuzz seed=%u secs=%u init=%u lowguard=%u\n", seed, secs, init_on, low_guard);
 	if (ncpus > MAXC)
 		die("cpus", "at most %d vCPUs, has %d", MAXC, ncpus);
 	read_map();
@@ -1219,7 +1221,6 @@ void test_main(void)
 	mon_next = t_start + tsc_hz / 2;
 	printf("# tsc %u kHz, %d CPUs, %d ranges, %d PCI functions\n", tsc_khz, ncpus, nmap, nfns);
 	restart_only = param_u32("restart", 0);
-	low_guard = param_u32("lowguard", 1);
 	smp_boot(fuzz_cpu);
 	if (restart_only)
 		restart_loop();
