@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeMem is guest RAM at GPA 0 for tests.
@@ -16,6 +18,23 @@ func (m fakeMem) Slice(gpa, n uint64) ([]byte, error) {
 		return nil, fmt.Errorf("[%#x, +%#x) is not RAM", gpa, n)
 	}
 	return m[gpa : gpa+n], nil
+}
+
+// mappedRAM is n bytes of fakeMem mapped as govmm maps guest RAM
+// (package memory: anonymous, private, outside the Go heap), unmapped
+// when the test ends, unless it failed: a test that gave up on a
+// deadlock may leave goroutines that still read it.
+func mappedRAM(t testing.TB, n int) fakeMem {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatalf("mapping %d bytes of guest RAM: %v", n, err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			unix.Munmap(b)
+		}
+	})
+	return fakeMem(b)
 }
 
 // testDriver is the driver side of one split queue in a fakeMem.
