@@ -475,35 +475,10 @@ func TestQueueNoLostKick(t *testing.T) {
 			}
 			stop := make(chan struct{})
 			devDone := make(chan struct{})
-			go func() { // the device
+			go func() { // the device, batches bracketed as Serve brackets them
 				defer close(devDone)
-				for {
-					select {
-					case <-kicks:
-					case <-stop:
-						return
-					}
-					for {
-						q.DisableKicks()
-						for {
-							c, err := q.Pop()
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							if c == nil {
-								break
-							}
-							if err := q.Push(c, 1); err != nil {
-								t.Error(err)
-								return
-							}
-						}
-						q.Interrupt()
-						if !q.EnableKicks() {
-							break
-						}
-					}
+				if err := Serve(q, stop, func(*Chain) (uint32, error) { return 1, nil }); err != nil {
+					t.Error(err)
 				}
 			}()
 			deadline := time.After(20 * time.Second)
