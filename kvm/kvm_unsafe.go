@@ -59,10 +59,11 @@ var ErrNoKVM = errors.New("kvm unavailable")
 func Open(path string) (*System, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
+		why := err.Error()
 		if hint := noKVMHint(sysfs, err); hint != "" {
-			return nil, fmt.Errorf("%w: cannot open %s: %v (%s)", ErrNoKVM, path, err, hint)
+			why += " (" + hint + ")"
 		}
-		return nil, fmt.Errorf("%w: cannot open %s: %v", ErrNoKVM, path, err)
+		return nil, fmt.Errorf("%w: cannot open %s: %s", ErrNoKVM, path, why)
 	}
 	v, err := ioctl(fd, kvmGetAPIVersion, 0)
 	if err != nil || v != APIVersion {

@@ -11,8 +11,9 @@ import (
 	"github.com/govmm/govmm/vlapic"
 )
 
-// handleExit dispatches one KVM exit and counts it.
+// handleExit dispatches one KVM exit, logs it and counts it.
 func (v *VCPU) handleExit(run *kvm.Run) error {
+	v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
 	switch run.ExitReason {
 	case kvm.ExitIO:
 		if err := v.handleIO(); err != nil {

@@ -233,7 +233,6 @@ func (v *VCPU) Run() error {
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
 		}
-		v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
 		if err := v.handleExit(run); err != nil {
 			if errors.Is(err, errStop) {
 				return nil
@@ -533,7 +532,6 @@ func (v *VCPU) completeExit() error {
 		if i == maxParts {
 			return fmt.Errorf("the instruction INIT interrupted was not complete after %d more exits", maxParts)
 		}
-		v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
 		if err := v.handleExit(run); err != nil {
 			return err
 		}

@@ -344,7 +344,7 @@ static void tramp_guard(int at_sipi)
 	if (at_sipi)
 		printf("# trampoline overwritten before a SIPI: byte %u is 0x%02x, not 0x%02x%s\n", i,
 		       ((volatile u8 *)TRAMPOLINE)[i], (u8)tramp_start[i], low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
-	if (low_guard)
+	if (low_guard || !at_sipi)             /* the monitor always repairs */
 		memcpy((void *)TRAMPOLINE, tramp_start, n);
 }
 
@@ -899,7 +899,6 @@ static void serial_sane(void)
 static void repair_low(void)
 {
 	tramp_guard(0);
-	memcpy((void *)TRAMPOLINE, tramp_start, tramp_end - tramp_start);
 	*(volatile u8 *)REAL_IRET = 0xCF;
 	for (int v = 2; v < 256; v++)
 		((volatile u32 *)0)[v] = REAL_IRET;    /* segment 0, offset REAL_IRET */
