@@ -11,6 +11,7 @@
 //	govmm bench-rtt [--modes M,...] [--delivery plain,pveoi,avic] [--rounds N] [--gap CYCLES] [--halt-poll D] [--out DIR]
 //	govmm top [--url http://127.0.0.1:8411] [--once]
 //	govmm host [--json]
+//	govmm nested [--host amd|intel] [--timeout D] [--share DIR] [--file F] COMMAND [ARGS...]
 //
 // The guest's serial console reads govmm's stdin when it is a terminal (in
 // raw mode; Ctrl-A x quits, Ctrl-A Ctrl-A sends Ctrl-A), a pipe or a file.
@@ -57,6 +58,8 @@ commands:
           configure from)
   map     build a VM for a kernel and print its exit bus: every PIO, MMIO and MSR range govmm
           serves, and the MSRs the MSR filter claims
+  nested  run a command inside a nested KVM host (QEMU TCG with kvm_amd, or Bochs with
+          kvm_intel): govmm on KVM's own SVM or VMX code where there is no /dev/kvm
 
 Run 'govmm <command> -h' for its flags.
 `)
@@ -88,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		status, err = cmdHost(args[1:], stdout, stderr)
 	case "map":
 		status, err = cmdMap(args[1:], stdout, stderr)
+	case "nested":
+		status, err = cmdNested(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0

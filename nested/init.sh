@@ -1,0 +1,67 @@
+#!/bin/busybox sh
+# The nested host's /init (L1): load KVM, mount the machine's files, run
+# one command and report its exit status on the serial console, then power
+# off. /run.conf (written per run by package nested) sets:
+#   NONCE     the marker that tags this script's own lines
+#   MODULES   the kernel modules to load, in order (files under /lib/modules)
+#   KVMPARAMS parameters for the vendor module (kvm_amd or kvm_intel)
+#   ROOTTAG   the 9p tag of the machine's / (empty: run in this initramfs)
+#   SHARES    "tag:path ..." read-write 9p shares mounted over the root
+# and /cmd.sh is the command, run in the chroot (or here) by /bin/sh.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+. /run.conf
+
+say() { echo "@@$NONCE $*"; }
+fail() { say "error $*"; sync; poweroff -f; sleep 10; }
+
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+for m in $MODULES; do
+	p=""
+	case $m in kvm-amd.ko|kvm-intel.ko) p=$KVMPARAMS ;; esac
+	if ! out=$(insmod /lib/modules/$m $p 2>&1); then
+		why=$(dmesg | grep -i -E 'kvm|svm|vmx|virtualiz' | tail -n 1)
+		fail "insmod ${m%.ko} refused: ${why:-$out}"
+	fi
+done
+[ -c /dev/kvm ] || fail "no /dev/kvm after loading KVM: $(dmesg | grep -i kvm | tail -n 1)"
+say "kvm $(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null || cat /sys/module/kvm_intel/parameters/nested 2>/dev/null)"
+
+root=/
+if [ -n "$ROOTTAG" ]; then
+	root=/host
+	mkdir -p /host
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro "$ROOTTAG" /host ||
+		fail "cannot mount the machine's / over 9p"
+	for s in $SHARES; do
+		tag=${s%%:*} dir=${s#*:}
+		mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap "$tag" "/host$dir" ||
+			fail "cannot mount $dir over 9p (tag $tag)"
+	done
+	mount -t proc proc /host/proc
+	mount -t sysfs sys /host/sys
+	mount -t devtmpfs dev /host/dev
+	mkdir -p /host/dev/pts /host/dev/shm
+	mount -t devpts devpts /host/dev/pts
+	mount -t tmpfs tmp /host/dev/shm
+	mount -t tmpfs tmp /host/tmp
+	mount -t tmpfs run /host/run
+	cp /cmd.sh /host/tmp/.govmm-nested-cmd.sh
+	cmd=/tmp/.govmm-nested-cmd.sh
+else
+	mkdir -p /tmp /dev/pts /dev/shm
+	mount -t tmpfs tmp /tmp
+	mount -t devpts devpts /dev/pts
+	cmd=/cmd.sh
+fi
+say "start"
+chroot $root /bin/sh $cmd </dev/null
+rc=$?
+dmesg | grep -E 'kvm|SVM|VMX|vmx|svm' | grep -v -E 'kvm: (Nested|Virtual|Nested Paging)|SVM: (kvm: )?(Nested|Virtual|TSC|AVIC|LBR|Hyper)' | tail -n 20 | sed "s/^/@@$NONCE kernel /"
+say "status $rc"
+sync
+poweroff -f
+sleep 10
