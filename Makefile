@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -41,6 +41,27 @@ endef
 deps: $(CACHE)/.deps
 $(CACHE)/.deps: Makefile
 	$(call install-missing,$(BUILD_DEBS))
+
+# The nested hosts (package nested, govmm nested): on a machine with no
+# usable /dev/kvm, make run and make test run govmm inside a Linux L1 that
+# loads KVM's own SVM code under QEMU's TCG (-cpu max offers AMD-V); the
+# VT-x host is Bochs. Their L1 image (Debian's kernel and KVM modules,
+# busybox) is fetched with apt-get download by govmm nested itself and
+# cached under $(CACHE)/nested; these are the emulators.
+NESTED_DEBS := qemu-system-x86 bochs bochsbios vgabios grub-pc-bin grub-common xorriso mtools
+nested-deps: $(CACHE)/.nested-deps
+$(CACHE)/.nested-deps: Makefile
+	$(call install-missing,$(NESTED_DEBS))
+
+# Where KVM is: NESTED=auto (the default) runs in the nested AMD-V host
+# only when /dev/kvm cannot be opened here; NESTED=amd forces it (KVM's
+# SVM code on any machine), NESTED=off never uses it.
+NESTED ?= auto
+KVM_OK := $(shell (exec 3<>/dev/kvm) 2>/dev/null && echo yes)
+USE_NESTED := $(if $(filter amd,$(NESTED)),amd,$(if $(filter off,$(NESTED)),,$(if $(KVM_OK),,amd)))
+NESTED_RUN = $(BIN) nested --host amd --timeout $(NESTED_TIMEOUT) --
+NESTED_TIMEOUT ?= 2h
+NO_KVM_RUN_NOTE = echo "make $@: no usable /dev/kvm here: running inside the nested AMD-V host (QEMU TCG -cpu max, Debian's kernel with kvm_amd: govmm nested; docs/hosts.md)"
 test-deps: $(CACHE)/.test-deps
 $(CACHE)/.test-deps: Makefile
 	$(call install-missing,$(TEST_DEBS))
@@ -107,8 +128,9 @@ CPUS ?= 2
 # and read, and blkbench's 4 KiB reads and writes on every CPU at once in
 # the disk's scratch area (after its 16 MiB filesystem).
 EXEC ?= irqstat; ipibench -n 20; mkdir /mnt; mount -t ext2 /dev/vda /mnt; cat /mnt/README; umount /mnt; blkbench -n 50 -rw both -offset 16777216 -size 8388608
-run: build kernel initramfs disk
-	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --exec '$(EXEC)'
+run: build kernel initramfs disk $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE))
+	$(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --exec '$(EXEC)'
 
 # The demonstration disk of make run and make shell: 24 MiB, an ext2
 # filesystem of 16 MiB holding a README (mke2fs -d, e2fsprogs), a scratch
@@ -122,6 +144,11 @@ $(DISK): $(CACHE)/.deps
 # The same guest with its u-root shell on this terminal (Ctrl-A x quits).
 shell: build kernel initramfs disk
 	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --timeout 0
+
+# A shell command inside the nested AMD-V host, e.g.
+#   make nested-shell CMD='$(BIN) host'
+nested-shell: build nested-deps
+	$(BIN) nested --host amd -- sh -c '$(CMD)'
 
 # Guest user-space integrity (guest/cmd/ustress), not part of 'make test':
 # Go code recursing (stack growth), heap patterns across GC, copies into
@@ -222,17 +249,45 @@ vet:
 	$(GO) vet ./...
 
 # The test command (README, .ci/run): unit tests, fuzz seeds and the
-# integration tests that run every bare-metal guest on /dev/kvm, every
-# package (vCPU threads share the APIC, accounting and device state) under
-# the race detector; then short fuzzing runs of the register interfaces.
-# Without /dev/kvm every test that runs a guest skips, and go test prints
-# nothing of a passing package's skips: the run says so, before and after.
-NO_KVM_NOTE = if [ ! -c /dev/kvm ]; then echo "make test: THIS MACHINE HAS NO /dev/kvm: every test that runs a guest on KVM (the bare-metal guests, the Linux boots, the in-guest fuzzer, the host probes) SKIPS; only the unit tests, the fakes and the fuzzing below prove anything here (go test -v ./tests/ lists the skips; docs/hosts.md)"; fi
-test: test-deps build guests floorvmm initramfs kernel debian-kernel vet
-	@$(NO_KVM_NOTE)
-	$(GO) test -race -count=1 -timeout 75m ./...
-	$(MAKE) -s fuzz FUZZTIME=10s
-	@$(NO_KVM_NOTE)
+# integration tests that run every bare-metal guest and Linux boot on
+# KVM, every package (vCPU threads share the APIC, accounting and device
+# state) under the race detector; then short fuzzing runs of the register
+# interfaces; then one summary line: tests run, where, skipped and why.
+# With no usable /dev/kvm here the packages that need KVM are built here
+# (go test -c -race) and run again inside the nested AMD-V host, where
+# none of their tests skips for want of KVM (make nested-test alone).
+NESTED_PKGS := ./tests/ ./kvm/ ./hostprobe/ ./cmd/govmm/
+MODULE      := github.com/govmm/govmm
+TESTBIN     := $(CACHE)/nested/testbin
+TESTLOG     := $(CACHE)/test-log
+T2J         := $(CACHE)/bin/test2json
+SUMMARY     := $(CACHE)/bin/testsummary
+RUN         ?=
+$(T2J):
+	@mkdir -p $(dir $@) && $(GO) build -o $@ cmd/test2json
+$(SUMMARY): scripts/testsummary/main.go
+	@mkdir -p $(dir $@) && $(GO) build -o $@ ./scripts/testsummary
+test-tools: $(T2J) $(SUMMARY)
+
+test: test-deps build guests floorvmm initramfs kernel debian-kernel vet test-tools $(if $(USE_NESTED),nested-deps)
+	@rm -rf $(TESTLOG) && mkdir -p $(TESTLOG); rc=0; \
+	$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE) for the packages that need KVM;) \
+	echo "== go test -race ./... (here)"; \
+	$(GO) test -race -count=1 -timeout 75m -json ./... | $(SUMMARY) filter $(TESTLOG)/machine.json || rc=1; \
+	$(if $(USE_NESTED),$(MAKE) -s nested-test TESTLOG=$(TESTLOG) || rc=1;) \
+	echo "== fuzzing"; $(MAKE) -s fuzz FUZZTIME=10s || rc=1; \
+	$(SUMMARY) total -nested-host "the nested AMD-V host" $(TESTLOG)/machine.json $(if $(USE_NESTED),$(TESTLOG)/nested.json) || rc=1; \
+	exit $$rc
+
+# The tests of the packages that need KVM, built here and run inside the
+# nested AMD-V host under the race detector (RUN=regexp for some).
+nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
+	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested.json
+	$(GO) test -c -race -o $(TESTBIN)/ $(NESTED_PKGS)
+	@echo "== the guest tests inside the nested AMD-V host: $(NESTED_PKGS)"
+	@{ RUN='$(RUN)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested.json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS)); \
+	   echo $$? > $(TESTLOG)/nested.rc; } | $(SUMMARY) filter -tests /dev/null; \
+	  rc=$$(cat $(TESTLOG)/nested.rc); [ "$$rc" = 0 ] || { echo "make nested-test: the nested run ended with status $$rc"; exit 1; }
 
 FUZZTIME ?= 60s
 FUZZ_PKGS := ./vlapic/ ./vioapic/ ./vintremap/ ./pci/ ./virtio/

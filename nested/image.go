@@ -30,8 +30,8 @@ type image struct {
 func modulesFor(h Host) []string {
 	switch h {
 	case AMD:
-		// 9p over virtio-pci for the machine's files.
-		return []string{"kvm_amd", "virtio_pci", "9pnet_virtio", "9p"}
+		// 9p over virtio-pci for the machine's files, an overlay on them.
+		return []string{"kvm_amd", "virtio_pci", "9pnet_virtio", "9p", "overlay"}
 	case Intel:
 		// Bochs has no virtio: the files travel in the initramfs.
 		return []string{"kvm_intel"}
@@ -125,6 +125,13 @@ func buildImage(cache string, h Host, logf func(string, ...any)) (*image, error)
 	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
 		return nil, err
+	}
+	// Images of earlier /init scripts or module lists are of no more use.
+	old, _ := filepath.Glob(filepath.Join(cache, "nested", fmt.Sprintf("image-%s-*", h)))
+	for _, o := range old {
+		if o != dir {
+			os.RemoveAll(o)
+		}
 	}
 	logf("nested: %s L1 image ready: %s, modules %s", h, kpkg, strings.Join(img.Modules, " "))
 	return img, nil

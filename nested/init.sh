@@ -7,6 +7,7 @@
 #   KVMPARAMS parameters for the vendor module (kvm_amd or kvm_intel)
 #   ROOTTAG   the 9p tag of the machine's / (empty: run in this initramfs)
 #   SHARES    "tag:path ..." read-write 9p shares mounted over the root
+#             (the rest of / is the machine's, read-only, under an overlay)
 # and /cmd.sh is the command, run in the chroot (or here) by /bin/sh.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -32,10 +33,16 @@ say "kvm $(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null || cat /sys/mod
 
 root=/
 if [ -n "$ROOTTAG" ]; then
+	# The machine's / read-only over 9p, under an overlay whose upper
+	# layer is L1's RAM: programs may write anywhere (Chromium insists on
+	# $HOME), and what they write there is gone with L1.
 	root=/host
-	mkdir -p /host
-	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro "$ROOTTAG" /host ||
+	mkdir -p /host /lower /rw
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro "$ROOTTAG" /lower ||
 		fail "cannot mount the machine's / over 9p"
+	mount -t tmpfs rw /rw && mkdir -p /rw/upper /rw/work
+	mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /host ||
+		fail "cannot mount an overlay over the machine's /: $(dmesg | grep -i overlay | tail -n 1)"
 	for s in $SHARES; do
 		tag=${s%%:*} dir=${s#*:}
 		mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap "$tag" "/host$dir" ||
@@ -60,7 +67,7 @@ fi
 say "start"
 chroot $root /bin/sh $cmd </dev/null
 rc=$?
-dmesg | grep -E 'kvm|SVM|VMX|vmx|svm' | grep -v -E 'kvm: (Nested|Virtual|Nested Paging)|SVM: (kvm: )?(Nested|Virtual|TSC|AVIC|LBR|Hyper)' | tail -n 20 | sed "s/^/@@$NONCE kernel /"
+dmesg | grep -E 'kvm|SVM|VMX|vmx|svm' | grep -v -E 'kvm: (Nested|Virtual|Nested Paging)|SVM: (kvm: )?(Nested|Virtual|TSC|AVIC|LBR|Hyper|PMU virtualization is disabled)' | tail -n 20 | sed "s/^/@@$NONCE kernel /"
 say "status $rc"
 sync
 poweroff -f

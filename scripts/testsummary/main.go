@@ -1,0 +1,247 @@
+// Command testsummary is make test's reporter. It reads go test -json
+// event streams (go test -json on the machine, test2json of the test
+// binaries run inside the nested host) and prints them the way go test
+// does without -v (a line per package, the whole output of each failing
+// test), then one summary line over all runs: how many tests ran, where,
+// how many skipped and why, how many failed.
+//
+//	testsummary filter [-tests] LOG   < events   (copies the events to LOG)
+//	testsummary total [-nested-host NAME] MACHINE.json [NESTED.json]
+//
+// filter -tests also prints each top-level test's result as it ends (the
+// nested run is long). total exits 1 when a test or package failed, or
+// when a test skipped for want of /dev/kvm on the machine did not run in
+// the nested host: no test may be skipped without saying so.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// event is one go test -json record (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: testsummary filter [-tests] LOG | total [-nested-host NAME] MACHINE.json [NESTED.json]")
+		os.Exit(2)
+	}
+	var err error
+	code := 0
+	switch os.Args[1] {
+	case "filter":
+		code, err = filter(os.Args[2:])
+	case "total":
+		code, err = total(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q (filter or total)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testsummary:", err)
+		os.Exit(2)
+	}
+	os.Exit(code)
+}
+
+type key struct{ pkg, test string }
+
+// filter echoes a stream in go test's short form and saves it.
+func filter(args []string) (int, error) {
+	fs := flag.NewFlagSet("filter", flag.ContinueOnError)
+	each := fs.Bool("tests", false, "print each top-level test's result as it ends")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return 0, fmt.Errorf("filter takes one LOG file")
+	}
+	log, err := os.OpenFile(fs.Arg(0), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer log.Close()
+	out := map[key][]string{}
+	failed := false
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if json.Unmarshal(line, &e) != nil {
+			fmt.Println(string(line)) // not an event: go test's own message (a build error)
+			continue
+		}
+		log.Write(append(line, '\n'))
+		k := key{e.Package, e.Test}
+		switch e.Action {
+		case "output":
+			out[k] = append(out[k], e.Output)
+		case "pass", "skip", "fail":
+			if e.Action == "fail" {
+				failed = true
+				if e.Test != "" && !strings.Contains(e.Test, "/") || e.Test == "" {
+					fmt.Print(strings.Join(out[k], ""))
+				}
+			}
+			if e.Test == "" {
+				if e.Action != "fail" {
+					fmt.Printf("%-4s %s\t%.1fs\n", map[string]string{"pass": "ok", "skip": "ok"}[e.Action], e.Package, e.Elapsed)
+				}
+			} else if *each && !strings.Contains(e.Test, "/") && e.Action != "fail" {
+				fmt.Printf("    --- %s: %s (%.1fs)\n", strings.ToUpper(e.Action), e.Test, e.Elapsed)
+			}
+			delete(out, k)
+		}
+	}
+	if failed {
+		return 1, sc.Err()
+	}
+	return 0, sc.Err()
+}
+
+// result is a test's last word.
+type result struct {
+	action string // pass, fail, skip
+	reason string // a skip's reason
+	nested bool   // ran inside the nested host
+}
+
+var parens = regexp.MustCompile(`\s*\([^()]*\)`)
+
+// skipReason is the text after "SKIP:" in a skipped test's output, its
+// parenthesised details dropped so that equal reasons group.
+func skipReason(lines []string) string {
+	for _, l := range lines {
+		if i := strings.Index(l, "SKIP:"); i >= 0 {
+			return strings.TrimSpace(parens.ReplaceAllString(l[i+5:], ""))
+		}
+	}
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") {
+			if i := strings.Index(l, ".go:"); i >= 0 {
+				if j := strings.Index(l[i:], " "); j >= 0 {
+					l = l[i+j+1:]
+				}
+			}
+			return parens.ReplaceAllString(l, "")
+		}
+	}
+	return "no reason given"
+}
+
+// read loads one run's results into res; nested runs override the
+// machine's.
+func read(path string, nested bool, res map[key]*result, pkgFail map[string]bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	out := map[key][]string{}
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for {
+		var e event
+		if err := dec.Decode(&e); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		k := key{e.Package, e.Test}
+		switch e.Action {
+		case "output":
+			out[k] = append(out[k], e.Output)
+		case "pass", "fail", "skip":
+			if e.Test == "" {
+				if e.Action == "fail" {
+					pkgFail[e.Package] = true
+				}
+				continue
+			}
+			r := &result{action: e.Action, nested: nested}
+			if e.Action == "skip" {
+				r.reason = skipReason(out[k])
+			}
+			res[k] = r
+		}
+	}
+}
+
+func total(args []string) (int, error) {
+	fs := flag.NewFlagSet("total", flag.ContinueOnError)
+	host := fs.String("nested-host", "the nested host", "what the nested run ran on")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
+		return 0, fmt.Errorf("total takes MACHINE.json and, if the guest tests ran nested, NESTED.json")
+	}
+	res := map[key]*result{}
+	pkgFail := map[string]bool{}
+	for i, p := range fs.Args() {
+		if err := read(p, i == 1, res, pkgFail); err != nil {
+			return 0, err
+		}
+	}
+	var pass, passNested, fail int
+	skips := map[string]int{}
+	var failed, nowhere []string
+	for k, r := range res {
+		switch r.action {
+		case "pass":
+			pass++
+			if r.nested {
+				passNested++
+			}
+		case "fail":
+			fail++
+			failed = append(failed, k.test)
+		case "skip":
+			if fs.NArg() == 2 && !r.nested && strings.Contains(r.reason, "/dev/kvm") {
+				nowhere = append(nowhere, k.pkg+"."+k.test)
+			}
+			skips[r.reason]++
+		}
+	}
+	nskip := 0
+	var reasons []string
+	for r, n := range skips {
+		nskip += n
+		reasons = append(reasons, fmt.Sprintf("%d %q", n, r))
+	}
+	sort.Slice(reasons, func(i, j int) bool { return reasons[i] > reasons[j] })
+	where := ""
+	if fs.NArg() == 2 {
+		where = fmt.Sprintf(" (%d of them inside %s)", passNested, *host)
+	}
+	fmt.Printf("make test: %d tests: %d passed%s, %d skipped, %d failed", pass+fail+nskip, pass, where, nskip, fail)
+	if len(reasons) > 0 {
+		fmt.Printf("; skipped: %s", strings.Join(reasons, ", "))
+	}
+	fmt.Println()
+	code := 0
+	if fail > 0 || len(pkgFail) > 0 {
+		sort.Strings(failed)
+		var pk []string
+		for p := range pkgFail {
+			pk = append(pk, p)
+		}
+		sort.Strings(pk)
+		fmt.Printf("make test: FAILED: %s (packages %s)\n", strings.Join(failed, ", "), strings.Join(pk, ", "))
+		code = 1
+	}
+	if len(nowhere) > 0 {
+		sort.Strings(nowhere)
+		fmt.Printf("make test: FAILED: %d tests skipped for want of /dev/kvm ran nowhere: %s\n", len(nowhere), strings.Join(nowhere, ", "))
+		code = 1
+	}
+	return code, nil
+}
