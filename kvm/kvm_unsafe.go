@@ -39,6 +39,20 @@ func ioctlPtrN[T any](fd int, req uintptr, p *T) (uintptr, error) {
 	return r, errnoErr(e)
 }
 
+// retryEINTR repeats a creating ioctl that a signal interrupted. Only for
+// ioctls that create nothing when they fail: KVM_CREATE_VM answered EINTR
+// on the nested AMD-V host (a Go runtime signal landing while the kernel
+// waits, killable, for the VM's worker thread), and the VM was simply not
+// made. KVM_RUN never goes through here: its EINTR is a kick.
+func retryEINTR(call func() (uintptr, error)) (uintptr, error) {
+	for {
+		r, err := call()
+		if err != unix.EINTR {
+			return r, err
+		}
+	}
+}
+
 func errnoErr(e unix.Errno) error {
 	if e != 0 {
 		return e
@@ -114,7 +128,7 @@ func (s *System) SupportedCPUID() ([]CPUIDEntry, error) {
 
 // CreateVM creates a VM (machine type 0).
 func (s *System) CreateVM() (*VM, error) {
-	fd, err := ioctl(s.fd, kvmCreateVM, 0)
+	fd, err := retryEINTR(func() (uintptr, error) { return ioctl(s.fd, kvmCreateVM, 0) })
 	if err != nil {
 		return nil, fmt.Errorf("KVM_CREATE_VM: %w", err)
 	}
@@ -222,7 +236,7 @@ func (vm *VM) StatsFD() (*Stats, error) { return openStats(vm.fd) }
 
 // CreateVCPU creates vCPU id and maps its kvm_run page.
 func (vm *VM) CreateVCPU(id int) (*VCPU, error) {
-	fd, err := ioctl(vm.fd, kvmCreateVCPU, uintptr(id))
+	fd, err := retryEINTR(func() (uintptr, error) { return ioctl(vm.fd, kvmCreateVCPU, uintptr(id)) })
 	if err != nil {
 		return nil, fmt.Errorf("KVM_CREATE_VCPU %d: %w", id, err)
 	}
