@@ -79,6 +79,9 @@ menuentry "govmm nested L1" {
 	return iso, nil
 }
 
+// config is the bochsrc. Sound is off: Debian's Bochs 2.7 aborts in its
+// sound mixer thread ("buffer overflow detected") on a machine without a
+// sound card.
 func (b *bochs) config(r *run, iso, com1 string) string {
 	return fmt.Sprintf(`megs: %d
 cpu: model=corei7_skylake_x, count=1, ips=50000000, ignore_bad_msrs=1
@@ -89,6 +92,8 @@ display_library: rfb, options="timeout=0"
 ata0-master: type=cdrom, path=%s, status=inserted
 boot: cdrom
 com1: enabled=1, mode=file, dev=%s
+speaker: enabled=0
+sound: waveoutdrv=dummy, waveindrv=dummy, midioutdrv=dummy
 log: %s
 panic: action=fatal
 error: action=report
