@@ -1,0 +1,38 @@
+#!/bin/sh
+# Runs inside the nested VT-x host (govmm nested --host intel: Bochs,
+# kvm_intel), from the module's root. Arguments:
+#   GOVMM TESTBIN RUN MODES
+# 1. govmm host with VMX's preemption timer on (TSC_DEADLINE writes must
+#    be dropped by KVM's fast path) and, kvm_intel reloaded with
+#    preemption_timer=0, off (they must reach govmm);
+# 2. the tests package's binary (built static: Bochs's L1 has only a
+#    busybox) with -test.run RUN;
+# 3. govmm's kernel to the u-root shell and irqstat in each of MODES.
+# Exit status: 0 when every step passed.
+govmm=$1 testbin=$2 run=$3 modes=$4
+fail=0
+no() { echo "vtx: FAIL: $*"; fail=1; }
+
+host() {
+	out=$("$govmm" host 2>&1)
+	echo "$out"
+	echo "$out" | grep -q "TSC_DEADLINE writes *$1" || no "govmm host: TSC_DEADLINE writes do not say \"$1\""
+}
+echo "== vtx: govmm host, preemption_timer=$(cat /sys/module/kvm_intel/parameters/preemption_timer)"
+host "dropped by KVM"
+rmmod kvm_intel && insmod /lib/modules/kvm-intel.ko preemption_timer=0 || no "cannot reload kvm_intel"
+echo "== vtx: govmm host, preemption_timer=$(cat /sys/module/kvm_intel/parameters/preemption_timer)"
+host "reach govmm"
+rmmod kvm_intel && insmod /lib/modules/kvm-intel.ko || no "cannot reload kvm_intel"
+
+if [ -n "$run" ]; then
+	echo "== vtx: go test ./tests/ -run '$run' (preemption_timer=$(cat /sys/module/kvm_intel/parameters/preemption_timer))"
+	mkdir -p tests && (cd tests && "$testbin" -test.v -test.count=1 -test.timeout=50m -test.run "$run") || no "tests"
+fi
+
+for m in $modes; do
+	echo "== vtx: govmm boot --x2apic=$m --cpus 2 (govmm's kernel to the u-root shell)"
+	"$govmm" boot --quiet --x2apic="$m" --cpus 2 --exec irqstat || no "boot --x2apic=$m"
+done
+[ $fail = 0 ] && echo "== vtx: PASS" || echo "== vtx: FAILED"
+exit $fail
