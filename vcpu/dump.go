@@ -22,6 +22,11 @@ func (v *VCPU) RequestDump(w io.Writer) {
 	}
 }
 
+// DumpNow prints the vCPU's state from the calling thread, for a vCPU
+// whose thread will not serve a request (one stuck inside KVM_RUN): its
+// LAPIC and event log, with no registers (only its thread may read them).
+func (v *VCPU) DumpNow(w io.Writer) { v.dump(w, nil) }
+
 // maybeDump runs on the vCPU thread after each KVM_RUN. A plain load
 // first: a dump is rare, and an atomic swap on every exit is not free (a
 // request that lands after the load is served at the next exit).

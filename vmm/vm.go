@@ -75,7 +75,16 @@ type VM struct {
 	status   int
 	how      string
 	err      error
+	// abandoned: Run returned with vCPU threads still inside KVM_RUN
+	// (StopGrace). Written by Run before it returns; Close reads it, after.
+	abandoned bool
 }
+
+// StopGrace is how long Run kicks the vCPUs after the VM stopped before it
+// gives up on those still inside KVM_RUN: a VM whose vCPUs do not come back
+// (a kick lost below govmm) must end at its own timeout, with a dump, and
+// never outlive the test or command that runs it.
+var StopGrace = 10 * time.Second
 
 // Result is how a VM ended.
 type Result struct {
@@ -391,11 +400,12 @@ func (vm *VM) Run(timeout time.Duration) Result {
 			go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
 		}
 	}
-	var wg sync.WaitGroup
-	for _, c := range vm.cpus {
-		wg.Add(1)
+	loops := make([]<-chan struct{}, len(vm.cpus))
+	for i, c := range vm.cpus {
+		done := make(chan struct{})
+		loops[i] = done
 		go func() {
-			defer wg.Done()
+			defer close(done)
 			if err := c.Run(); err != nil {
 				vm.stop("error", -1, err)
 			}
@@ -415,18 +425,48 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	}
 	<-vm.done
 	vm.serial.StopInput()
-	// Kick until every loop has seen the end: a kick can race a vCPU
-	// re-entering the guest.
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
+	stuck := awaitLoops(loops, func() {
+		for _, c := range vm.cpus {
+			c.Notify()
+		}
+	}, StopGrace)
+	res := Result{Status: vm.status, How: vm.how, Err: vm.err, Duration: time.Since(start)}
+	if len(stuck) > 0 {
+		vm.abandoned = true
+		for _, i := range stuck {
+			fmt.Fprintf(os.Stderr, "govmm: vCPU %d (%s) did not leave the guest within %v after the VM stopped; its state:\n", i, vm.cpus[i].State(), StopGrace)
+			vm.cpus[i].DumpNow(os.Stderr)
+		}
+		why := "the VM stopped"
+		if vm.err != nil {
+			why = vm.err.Error()
+		}
+		res.Err = fmt.Errorf("%s; then vCPU %v did not leave KVM_RUN within %v though kicked (a kick lost below govmm): abandoned", why, stuck, StopGrace)
+	}
+	return res
+}
+
+// awaitLoops kicks until every vCPU loop has returned (its channel closed)
+// or grace has passed, and returns the indexes of the loops still running.
+// Kicks repeat: one can race a vCPU re-entering the guest.
+func awaitLoops(loops []<-chan struct{}, kick func(), grace time.Duration) []int {
+	deadline := time.Now().Add(grace)
 	for {
-		select {
-		case <-finished:
-			return Result{Status: vm.status, How: vm.how, Err: vm.err, Duration: time.Since(start)}
-		case <-time.After(10 * time.Millisecond):
-			for _, c := range vm.cpus {
-				c.Notify()
+		var running []int
+		for i, l := range loops {
+			select {
+			case <-l:
+			default:
+				running = append(running, i)
 			}
+		}
+		if len(running) == 0 || !time.Now().Before(deadline) {
+			return running
+		}
+		kick()
+		select {
+		case <-loops[running[0]]:
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
@@ -495,6 +535,12 @@ func pumpInput(r io.Reader, in func([]byte), done <-chan struct{}) {
 
 // Close releases everything the VM holds.
 func (vm *VM) Close() {
+	if vm.abandoned {
+		// A vCPU thread is still inside KVM_RUN: its kvm_run page and the
+		// guest's memory must stay mapped for when (if) it returns. The
+		// process is about to report the failure; leave them to its exit.
+		return
+	}
 	vm.pci.close()
 	for _, c := range vm.kvcpu {
 		if c != nil {
