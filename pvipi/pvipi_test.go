@@ -68,7 +68,7 @@ func TestDecodeAndDeliver(t *testing.T) {
 	if err != nil || req.Deliver(bus, 0) != 1 {
 		t.Fatalf("NMI window: %v", err)
 	}
-	if !bus.LAPIC(299).TakeEvents().NMI {
+	if bus.LAPIC(299).TakeEvents().NMIs == 0 {
 		t.Error("CPU 299 got no NMI")
 	}
 }

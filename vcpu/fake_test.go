@@ -84,6 +84,7 @@ type fakeCPU struct {
 	entries   []entry
 	injected  []uint8 // every KVM_INTERRUPT
 	nmis      int
+	nmiErr    error // what KVM_NMI answers (nil: it queues the NMI)
 	setEvents int
 	sregsGets int // KVM_GET_SREGS calls
 	msrs      map[uint32]uint64
@@ -204,7 +205,13 @@ func (f *fakeCPU) Interrupt(vector uint8) error {
 	return nil
 }
 
-func (f *fakeCPU) NMI() error { f.nmis++; return nil }
+func (f *fakeCPU) NMI() error {
+	if f.nmiErr != nil {
+		return f.nmiErr
+	}
+	f.nmis++
+	return nil
+}
 
 func (f *fakeCPU) Events() (kvm.VCPUEvents, error) {
 	var ev kvm.VCPUEvents

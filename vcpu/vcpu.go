@@ -331,12 +331,15 @@ func (v *VCPU) prepareEntry() error {
 		v.syncTimer()
 		v.cr8 = v.lapic.CR8()
 	}
-	if p.NMI {
-		v.events.NMI = false
-		if err := v.kvm.NMI(); err == nil {
-			v.acct.NMIs.Add(1)
-			v.log.add(evNMI, 0, run.Sync.Regs.RIP)
+	// Each NMI is one KVM_NMI: KVM queues them and keeps what the
+	// architecture can deliver (process_nmi). An NMI KVM refuses is an
+	// error, never dropped.
+	for ; v.events.NMIs > 0; v.events.NMIs-- {
+		if err := v.kvm.NMI(); err != nil {
+			return fmt.Errorf("injecting an NMI: %w", err)
 		}
+		v.acct.NMIs.Add(1)
+		v.log.add(evNMI, 0, run.Sync.Regs.RIP)
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
 	allowed := interruptAllowed(run, v.exceptionQueued)
@@ -380,7 +383,7 @@ func (v *VCPU) takeEvents() { v.latch(v.lapic.TakeEvents()) }
 
 // latch adds events taken from the LAPIC to those not yet acted on.
 func (v *VCPU) latch(e vlapic.Events) {
-	v.events.NMI = v.events.NMI || e.NMI
+	v.events.NMIs = min(v.events.NMIs+e.NMIs, vlapic.MaxLatchedNMIs)
 	v.events.INIT = v.events.INIT || e.INIT
 	v.events.ExtINT = v.events.ExtINT || e.ExtINT
 	// A Startup IPI counts only for a CPU waiting for one (after INIT, or
@@ -560,7 +563,7 @@ func (v *VCPU) waitSIPI() error {
 	defer v.state.Store(uint32(StateVMM))
 	// A SIPI latched together with the INIT that sent us here came after
 	// it (INIT then SIPI is the only order software uses): keep it.
-	v.events.NMI = false
+	v.events.NMIs = 0
 	for {
 		v.takeEvents()
 		if v.events.INIT {

@@ -163,12 +163,22 @@ type Options struct {
 
 // Events are the non-vectored things a LAPIC has latched for its vCPU.
 type Events struct {
-	NMI        bool
+	// NMIs is how many NMIs were delivered since the last take, up to
+	// MaxLatchedNMIs: two NMIs that arrive together are two, as they are
+	// to KVM's own LAPIC (each kvm_inject_nmi queues one; process_nmi in
+	// arch/x86/kvm/x86.c keeps up to two, one to inject and one latched
+	// behind it, one when NMIs are blocked). Folding them into one lost
+	// the second NMI of kvm-unit-tests' "multiple NMI" pattern.
+	NMIs       uint8
 	INIT       bool
 	SIPI       bool
 	SIPIVector uint8
 	ExtINT     bool
 }
+
+// MaxLatchedNMIs is the most NMIs a LAPIC keeps for its CPU: more can
+// never be delivered (one in service blocks NMIs, one more is latched).
+const MaxLatchedNMIs = 2
 
 // Effect tells the caller of a register write what it caused, for exit
 // accounting: an ICR (or SELF_IPI) write sent Msg to Targets CPUs.

@@ -274,7 +274,7 @@ func TestAVICLockedKinds(t *testing.T) {
 	for _, d := range []DeliveryMode{NMI, INIT, StartUp, ExtINT} {
 		b.Deliver(Message{Vector: 0x9, Delivery: d, Dest: 1, Assert: true, Source: -1})
 	}
-	if e := a.TakeEvents(); !e.NMI || !e.INIT || !e.SIPI || e.SIPIVector != 9 || !e.ExtINT {
+	if e := a.TakeEvents(); e.NMIs != 1 || !e.INIT || !e.SIPI || e.SIPIVector != 9 || !e.ExtINT {
 		t.Errorf("events %+v", e)
 	}
 	wr(t, a, RegLVTError, 0x33)

@@ -107,7 +107,7 @@ func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 		a.stampAccepted(m.Vector, m.Stamp)
 		acc, notify = true, true
 	case NMI:
-		a.ev.NMI = true
+		a.ev.NMIs = min(a.ev.NMIs+1, MaxLatchedNMIs)
 		acc, notify = true, true
 	case INIT:
 		if m.Trigger == Level && !m.Assert {

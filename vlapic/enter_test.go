@@ -26,10 +26,10 @@ func TestEnter(t *testing.T) {
 		t.Errorf("Enter's own tick notified %v: the caller is the one to take the vector", n)
 	}
 	b.Deliver(Message{Delivery: NMI, Dest: 0, Source: -1})
-	if e = a.Enter(); !e.NMI {
+	if e = a.Enter(); e.NMIs != 1 {
 		t.Fatalf("NMI not taken: %+v", e)
 	}
-	if e = a.Enter(); e.NMI {
+	if e = a.Enter(); e.NMIs != 0 {
 		t.Fatalf("NMI taken twice: %+v", e)
 	}
 	// The same as the separate calls give.

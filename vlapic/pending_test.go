@@ -44,7 +44,7 @@ func TestTakePending(t *testing.T) {
 		// NMI, INIT and SIPI are latched events, taken once.
 		b.Deliver(Message{Delivery: NMI, Dest: 1, Source: -1})
 		p = a.TakePending()
-		if p != (Pending{Events: Events{NMI: true}}) || !p.Work() || !p.Wakes(false) {
+		if p != (Pending{Events: Events{NMIs: 1}}) || !p.Work() || !p.Wakes(false) {
 			t.Fatalf("avic=%v: NMI: %+v", avic, p)
 		}
 		b.Deliver(Message{Delivery: INIT, Dest: 1, Source: -1})

@@ -288,7 +288,7 @@ func TestSoftwareDisable(t *testing.T) {
 			t.Fatalf("delivery mode %d refused", d)
 		}
 	}
-	if ev := a.TakeEvents(); ev != (Events{NMI: true, INIT: true, SIPI: true, SIPIVector: 9, ExtINT: true}) {
+	if ev := a.TakeEvents(); ev != (Events{NMIs: 1, INIT: true, SIPI: true, SIPIVector: 9, ExtINT: true}) {
 		t.Fatalf("events %+v", ev)
 	}
 	if ev := a.TakeEvents(); ev != (Events{}) {

@@ -1,0 +1,49 @@
+package vcpu
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// Two NMIs that reach a vCPU while it runs guest code (one sent by itself,
+// one by another CPU, as kvm-unit-tests' "multiple NMI" test sends them)
+// are two KVM_NMI at its next entry: KVM keeps both, one to inject and one
+// latched behind it, as its own LAPIC would. A third one at once is no
+// more than the architecture can hold.
+func TestTwoNMIsAreTwo(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		r := newRig(t, 1)
+		s := open(kvm.ExitIRQWindowOpen)
+		s.guest = func(*fakeCPU) {
+			for range n {
+				r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 0, Source: -1})
+			}
+		}
+		f := newFake(s, outb(0x80, 0))
+		r.fakes[0] = f
+		r.runOne()
+		if want := min(n, vlapic.MaxLatchedNMIs); f.nmis != want || r.acct.CPUs[0].NMIs.Load() != uint64(want) {
+			t.Errorf("%d NMIs sent: %d KVM_NMI, %d counted, want %d", n, f.nmis, r.acct.CPUs[0].NMIs.Load(), want)
+		}
+	}
+}
+
+// An NMI KVM refuses stops the VM with an error naming it; it is never
+// dropped in silence.
+func TestRefusedNMIStopsTheVM(t *testing.T) {
+	r := newRig(t, 1)
+	s := open(kvm.ExitIRQWindowOpen)
+	s.guest = func(*fakeCPU) { r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 0, Source: -1}) }
+	f := newFake(s, outb(0x80, 0))
+	f.nmiErr = errors.New("refused")
+	r.fakes[0] = f
+	r.build()
+	err := r.cpus[0].Run()
+	if err == nil || !strings.Contains(err.Error(), "NMI") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("loop ended with %v, want the refused NMI", err)
+	}
+}
