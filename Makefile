@@ -275,19 +275,32 @@ test: test-deps build guests floorvmm initramfs kernel debian-kernel vet test-to
 	echo "== go test -race ./... (here)"; \
 	$(GO) test -race -count=1 -timeout 75m -json ./... | $(SUMMARY) filter $(TESTLOG)/machine.json || rc=1; \
 	$(if $(USE_NESTED),$(MAKE) -s nested-test TESTLOG=$(TESTLOG) || rc=1;) \
+	$(if $(USE_NESTED),$(MAKE) -s nested-vtx TESTLOG=$(TESTLOG) || rc=1;) \
 	echo "== fuzzing"; $(MAKE) -s fuzz FUZZTIME=10s || rc=1; \
-	$(SUMMARY) total -nested-host "the nested AMD-V host" $(TESTLOG)/machine.json $(if $(USE_NESTED),$(TESTLOG)/nested.json) || rc=1; \
+	$(SUMMARY) total -nested-host "the nested hosts" $(TESTLOG)/machine.json $(if $(USE_NESTED),$(TESTLOG)/nested.json $(TESTLOG)/vtx.json) || rc=1; \
 	exit $$rc
 
 # The tests of the packages that need KVM, built here and run inside the
-# nested AMD-V host under the race detector (RUN=regexp for some).
+# nested AMD-V host under the race detector, in two L1s side by side (one
+# core each: QEMU's TCG runs single-threaded): TestStorm's matrix alone,
+# and everything else (RUN=regexp for some tests only, in one L1).
+# Each L1's JSON events go to its own log; nested.json is both.
+NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested-$(1).json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(4); \
+	   echo $$? > $(TESTLOG)/nested-$(1).rc; } | $(SUMMARY) filter -tests /dev/null
 nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
-	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested.json
+	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested*.json $(TESTLOG)/nested*.rc
 	$(GO) test -c -race -o $(TESTBIN)/ $(NESTED_PKGS)
 	@echo "== the guest tests inside the nested AMD-V host: $(NESTED_PKGS)"
-	@{ RUN='$(RUN)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested.json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS)); \
-	   echo $$? > $(TESTLOG)/nested.rc; } | $(SUMMARY) filter -tests /dev/null; \
-	  rc=$$(cat $(TESTLOG)/nested.rc); [ "$$rc" = 0 ] || { echo "make nested-test: the nested run ended with status $$rc"; exit 1; }
+	@if [ -n '$(RUN)' ]; then \
+	  $(call NESTED_SHARD,all,$(RUN),,$(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS))); \
+	else \
+	  $(call NESTED_SHARD,storm,^TestStorm$$,,$(MODULE)/tests) & \
+	  $(call NESTED_SHARD,rest,,^TestStorm$$,$(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS))); \
+	  wait; \
+	fi; \
+	cat $(TESTLOG)/nested-*.json > $(TESTLOG)/nested.json; rc=0; \
+	for f in $(TESTLOG)/nested-*.rc; do s=$$(cat $$f); [ "$$s" = 0 ] || { echo "make nested-test: $$(basename $$f .rc) ended with status $$s"; rc=1; }; done; \
+	exit $$rc
 
 # The nested VT-x host (Bochs, kvm_intel; govmm nested --host intel):
 # govmm host with VMX's preemption timer on and off, the bare-metal guests
@@ -299,13 +312,17 @@ VTX_DIR   := $(CACHE)/nested/vtx
 VTX_RUN   ?= ^(TestIPIExitCounts|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase)$$
 VTX_MODES ?= cluster
 VTX_FULL_RUN := ^(TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
-nested-vtx: guests kernel initramfs build nested-deps
-	@mkdir -p $(VTX_DIR)
-	CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
-	CGO_ENABLED=0 $(GO) test -c -o $(VTX_DIR)/tests.test ./tests/
-	GOVMM_BIN=$(VTX_DIR)/govmm GOVMM_STORM_COUNT=$(or $(STORM_COUNT_VTX),10000) $(BIN) nested --host intel --timeout 80m \
+nested-vtx: guests kernel initramfs build nested-deps test-tools
+	@mkdir -p $(VTX_DIR) $(TESTLOG) && rm -f $(TESTLOG)/vtx.json
+	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
+	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/test2json cmd/test2json
+	@CGO_ENABLED=0 $(GO) test -c -o $(VTX_DIR)/tests.test ./tests/
+	@echo "== inside the nested VT-x host (Bochs, kvm_intel): govmm host, $(VTX_RUN), boots in $(VTX_MODES)"
+	@{ GOVMM_BIN=$(VTX_DIR)/govmm GOVMM_STORM_COUNT=$(or $(STORM_COUNT_VTX),10000) $(BIN) nested --host intel --timeout 80m \
 	  --file $(VTX_DIR) --file $(GUESTS) --file $(CACHE)/linux/vmlinux --file $(CACHE)/initramfs.cpio --file scripts/vtx-suite.sh \
-	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test '$(VTX_RUN)' '$(VTX_MODES)'
+	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test $(VTX_DIR)/test2json '$(VTX_RUN)' '$(VTX_MODES)'; \
+	  echo $$? > $(TESTLOG)/vtx.rc; } | $(SUMMARY) filter -tests $(TESTLOG)/vtx.json; \
+	  rc=$$(cat $(TESTLOG)/vtx.rc); [ "$$rc" = 0 ] || { echo "make nested-vtx: the VT-x run ended with status $$rc"; exit 1; }
 nested-vtx-full:
 	@$(MAKE) -s nested-vtx VTX_RUN='$(VTX_FULL_RUN)' VTX_MODES='off physical cluster mixed'
 

@@ -6,7 +6,7 @@
 // how many skipped and why, how many failed.
 //
 //	testsummary filter [-tests] LOG   < events   (copies the events to LOG)
-//	testsummary total [-nested-host NAME] MACHINE.json [NESTED.json]
+//	testsummary total [-nested-host NAME] MACHINE.json [NESTED.json...]
 //
 // filter -tests also prints each top-level test's result as it ends (the
 // nested run is long). total exits 1 when a test or package failed, or
@@ -181,13 +181,13 @@ func read(path string, nested bool, res map[key]*result, pkgFail map[string]bool
 func total(args []string) (int, error) {
 	fs := flag.NewFlagSet("total", flag.ContinueOnError)
 	host := fs.String("nested-host", "the nested host", "what the nested run ran on")
-	if err := fs.Parse(args); err != nil || fs.NArg() < 1 || fs.NArg() > 2 {
-		return 0, fmt.Errorf("total takes MACHINE.json and, if the guest tests ran nested, NESTED.json")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 1 {
+		return 0, fmt.Errorf("total takes MACHINE.json and, if guest tests ran nested, their NESTED.json files")
 	}
 	res := map[key]*result{}
 	pkgFail := map[string]bool{}
 	for i, p := range fs.Args() {
-		if err := read(p, i == 1, res, pkgFail); err != nil {
+		if err := read(p, i > 0, res, pkgFail); err != nil {
 			return 0, err
 		}
 	}
@@ -205,7 +205,7 @@ func total(args []string) (int, error) {
 			fail++
 			failed = append(failed, k.test)
 		case "skip":
-			if fs.NArg() == 2 && !r.nested && strings.Contains(r.reason, "/dev/kvm") {
+			if fs.NArg() > 1 && !r.nested && strings.Contains(r.reason, "/dev/kvm") {
 				nowhere = append(nowhere, k.pkg+"."+k.test)
 			}
 			skips[r.reason]++
@@ -219,7 +219,7 @@ func total(args []string) (int, error) {
 	}
 	sort.Slice(reasons, func(i, j int) bool { return reasons[i] > reasons[j] })
 	where := ""
-	if fs.NArg() == 2 {
+	if fs.NArg() > 1 {
 		where = fmt.Sprintf(" (%d of them inside %s)", passNested, *host)
 	}
 	fmt.Printf("make test: %d tests: %d passed%s, %d skipped, %d failed", pass+fail+nskip, pass, where, nskip, fail)
@@ -227,6 +227,10 @@ func total(args []string) (int, error) {
 		fmt.Printf("; skipped: %s", strings.Join(reasons, ", "))
 	}
 	fmt.Println()
+	if fs.NArg() > 1 && passNested == 0 {
+		fmt.Println("make test: FAILED: no test passed inside the nested host")
+		return 1, nil
+	}
 	code := 0
 	if fail > 0 || len(pkgFail) > 0 {
 		sort.Strings(failed)
