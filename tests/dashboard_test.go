@@ -21,6 +21,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -32,8 +33,10 @@ import (
 // and the final state must match the accounting exactly.
 
 const (
-	liveFor     = 60 * time.Second // how long the guest should run (the estimate errs short, by up to half)
-	chromiumBin = "/usr/bin/chromium"
+	liveFor = 60 * time.Second // how long the guest should run (the estimate errs short, by up to half)
+	// chromiumTime is how long one Chromium page load may take.
+	chromiumTime = 90 * time.Second
+	chromiumBin  = "/usr/bin/chromium"
 )
 
 type liveVM struct {
@@ -73,7 +76,7 @@ func startLiveVM(t *testing.T) *liveVM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rounds := ipiRounds(t, img, liveFor)
+	rounds := ipiRounds(t, img, liveTime())
 	con := &vmm.ConsoleLog{}
 	cmdline := fmt.Sprintf("mode=x2apic-cluster rounds=%d", rounds)
 	vm, err := vmm.New(vmm.Config{CPUs: 4, Kernel: img, Cmdline: cmdline, Console: con, IOMMU: true})
@@ -90,7 +93,7 @@ func startLiveVM(t *testing.T) *liveVM {
 	go srv.Serve(l)
 	lv := &liveVM{vm: vm, con: con, srv: srv, url: "http://" + l.Addr().String(), result: make(chan vmm.Result, 1)}
 	t.Logf("ipi.elf %s on 4 vCPUs, dashboard at %s", cmdline, lv.url)
-	go func() { lv.result <- vm.Run(5 * time.Minute) }()
+	go func() { lv.result <- vm.Run(5*time.Minute + 2*liveTime()) }()
 	return lv
 }
 
@@ -147,6 +150,25 @@ func get(t *testing.T, url string) []byte {
 		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
 	}
 	return b
+}
+
+// slower stretches a time limit on a host whose CPU is an emulator (the
+// nested hosts: QEMU's TCG runs L1, Chromium and the guest on one host
+// thread): Chromium alone took over 90 s there to load the page.
+func slower(d time.Duration) time.Duration {
+	if hostprobe.DetectEmulator() != hostprobe.NoEmulator {
+		return 2 * d
+	}
+	return d
+}
+
+// liveTime is how long the live guest should run: long enough for both
+// Chromium loads.
+func liveTime() time.Duration {
+	if hostprobe.DetectEmulator() != hostprobe.NoEmulator {
+		return 2*slower(chromiumTime) + 30*time.Second
+	}
+	return liveFor
 }
 
 func TestDashboardLive(t *testing.T) {
@@ -324,7 +346,7 @@ func testDashboardBrowser(t *testing.T, lv *liveVM) {
 // chromium runs headless Chromium with a fresh profile and returns stdout.
 func chromium(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), slower(chromiumTime))
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
