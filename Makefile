@@ -274,19 +274,22 @@ test: test-deps build guests floorvmm initramfs kernel debian-kernel vet test-to
 	$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE) for the packages that need KVM;) \
 	echo "== go test -race ./... (here)"; \
 	$(GO) test -race -count=1 -timeout 75m -json ./... | $(SUMMARY) filter $(TESTLOG)/machine.json || rc=1; \
-	$(if $(USE_NESTED),$(MAKE) -s nested-test TESTLOG=$(TESTLOG) || rc=1;) \
-	$(if $(USE_NESTED),$(MAKE) -s nested-vtx TESTLOG=$(TESTLOG) || rc=1;) \
+	$(if $(USE_NESTED),$(MAKE) -s nested-test NESTED_VTX=1 TESTLOG=$(TESTLOG) || rc=1;) \
 	echo "== fuzzing"; $(MAKE) -s fuzz FUZZTIME=10s || rc=1; \
 	$(SUMMARY) total -nested-host "the nested hosts" $(TESTLOG)/machine.json $(if $(USE_NESTED),$(TESTLOG)/nested.json $(TESTLOG)/vtx.json) || rc=1; \
 	exit $$rc
 
 # The tests of the packages that need KVM, built here and run inside the
 # nested AMD-V host under the race detector, in two L1s side by side (one
-# core each: QEMU's TCG runs single-threaded): TestStorm's matrix alone,
-# and everything else (RUN=regexp for some tests only, in one L1).
-# Each L1's JSON events go to its own log; nested.json is both.
+# core each: QEMU's TCG runs single-threaded), split by their measured
+# times (about 48 minutes in one L1, 38 of them TestStorm's matrix): the
+# storm's plain half with everything else, its avic half alone, then,
+# with NESTED_VTX=1 (make test), the VT-x subset after it. RUN=regexp runs
+# some tests only, in one L1. Each L1's JSON events go to its own log;
+# nested.json is all of them.
 NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested-$(1).json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(4); \
 	   echo $$? > $(TESTLOG)/nested-$(1).rc; } | $(SUMMARY) filter -tests /dev/null
+NESTED_VTX ?=
 nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
 	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested*.json $(TESTLOG)/nested*.rc
 	$(GO) test -c -race -o $(TESTBIN)/ $(NESTED_PKGS)
@@ -294,8 +297,9 @@ nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test
 	@if [ -n '$(RUN)' ]; then \
 	  $(call NESTED_SHARD,all,$(RUN),,$(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS))); \
 	else \
-	  $(call NESTED_SHARD,storm,^TestStorm$$,,$(MODULE)/tests) & \
-	  $(call NESTED_SHARD,rest,,^TestStorm$$,$(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS))); \
+	  { $(call NESTED_SHARD,storm-avic,^TestStorm$$/^avic$$,,$(MODULE)/tests); \
+	    $(if $(NESTED_VTX),$(MAKE) -s nested-vtx TESTLOG=$(TESTLOG) || echo 1 > $(TESTLOG)/nested-vtx.rc;) } & \
+	  $(call NESTED_SHARD,rest,,^TestStorm$$/^avic$$,$(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS))); \
 	  wait; \
 	fi; \
 	cat $(TESTLOG)/nested-*.json > $(TESTLOG)/nested.json; rc=0; \
@@ -309,9 +313,13 @@ nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test
 # in VTX_MODES. CI runs this subset (make test, after the AMD-V suite);
 # make nested-vtx-full runs every bare-metal guest test and all four modes.
 VTX_DIR   := $(CACHE)/nested/vtx
-VTX_RUN   ?= ^(TestIPIExitCounts|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase)$$
+VTX_RUN   ?= ^(TestIPIExitCounts|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase|TestMultipleNMI)$$
+# Left out of CI's subset, open: on the VT-x host an NMI to a spinning AP
+# never arrives when 4 or more vCPUs share L1's one CPU (docs/hosts.md);
+# make nested-vtx-full runs them.
+VTX_SKIP  ?= ^TestIPIExitCounts$$/.*/^(4|64)$$
 VTX_MODES ?= cluster
-VTX_FULL_RUN := ^(TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
+VTX_FULL_RUN := ^(TestMultipleNMI|TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
 nested-vtx: guests kernel initramfs build nested-deps test-tools
 	@mkdir -p $(VTX_DIR) $(TESTLOG) && rm -f $(TESTLOG)/vtx.json
 	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
@@ -320,11 +328,11 @@ nested-vtx: guests kernel initramfs build nested-deps test-tools
 	@echo "== inside the nested VT-x host (Bochs, kvm_intel): govmm host, $(VTX_RUN), boots in $(VTX_MODES)"
 	@{ GOVMM_BIN=$(VTX_DIR)/govmm GOVMM_STORM_COUNT=$(or $(STORM_COUNT_VTX),10000) $(BIN) nested --host intel --timeout 80m \
 	  --file $(VTX_DIR) --file $(GUESTS) --file $(CACHE)/linux/vmlinux --file $(CACHE)/initramfs.cpio --file scripts/vtx-suite.sh \
-	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test $(VTX_DIR)/test2json '$(VTX_RUN)' '$(VTX_MODES)'; \
+	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test $(VTX_DIR)/test2json '$(VTX_RUN)' '$(VTX_SKIP)' '$(VTX_MODES)'; \
 	  echo $$? > $(TESTLOG)/vtx.rc; } | $(SUMMARY) filter -tests $(TESTLOG)/vtx.json; \
 	  rc=$$(cat $(TESTLOG)/vtx.rc); [ "$$rc" = 0 ] || { echo "make nested-vtx: the VT-x run ended with status $$rc"; exit 1; }
 nested-vtx-full:
-	@$(MAKE) -s nested-vtx VTX_RUN='$(VTX_FULL_RUN)' VTX_MODES='off physical cluster mixed'
+	@$(MAKE) -s nested-vtx VTX_RUN='$(VTX_FULL_RUN)' VTX_SKIP= VTX_MODES='off physical cluster mixed'
 
 FUZZTIME ?= 60s
 FUZZ_PKGS := ./vlapic/ ./vioapic/ ./vintremap/ ./pci/ ./virtio/

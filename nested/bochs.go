@@ -84,7 +84,7 @@ menuentry "govmm nested L1" {
 // sound card.
 func (b *bochs) config(r *run, iso, com1 string) string {
 	return fmt.Sprintf(`megs: %d
-cpu: model=corei7_skylake_x, count=1, ips=50000000, ignore_bad_msrs=1
+cpu: model=corei7_skylake_x, count=%d, ips=50000000, ignore_bad_msrs=1
 clock: sync=none, time0=local
 romimage: file=/usr/share/bochs/BIOS-bochs-latest
 vgaromimage: file=/usr/share/vgabios/vgabios.bin
@@ -99,7 +99,7 @@ panic: action=fatal
 error: action=report
 info: action=ignore
 debug: action=ignore
-`, r.opt.MemMiB, iso, com1, filepath.Join(r.tmp, "bochs.log"))
+`, r.opt.MemMiB, r.opt.CPUs, iso, com1, filepath.Join(r.tmp, "bochs.log"))
 }
 
 func (b *bochs) start(ctx context.Context, r *run, initrd string) (func() error, io.Reader, error) {

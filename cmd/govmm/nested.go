@@ -46,7 +46,7 @@ flags:
 	host := fs.String("host", "amd", "the nested host: amd (QEMU TCG, kvm_amd) or intel (Bochs, kvm_intel)")
 	timeout := fs.Duration("timeout", 2*time.Hour, "stop L1 when COMMAND has not finished after this long (0: never)")
 	mem := fs.Int("mem", 0, "L1's RAM in MiB (default 6144 amd, 2048 intel: Bochs's most)")
-	cpus := fs.Int("cpus", 2, "L1's CPUs (amd)")
+	cpus := fs.Int("cpus", 0, "L1's CPUs (default 2 amd, 1 intel)")
 	tcg := fs.String("tcg", "single", "QEMU's TCG threading (amd): single or multi (multi lost interrupts in QEMU 7.2's SVM: docs/hosts.md)")
 	timer := fs.String("preemption-timer", "on", "intel: on tells L1 its TSC rate so kvm_intel uses VMX's preemption timer; off leaves it off")
 	kvmParams := fs.String("kvm-params", "", "parameters for kvm_amd / kvm_intel (e.g. preemption_timer=0)")
@@ -74,7 +74,7 @@ flags:
 	if *mem < 0 || (h == nested.Intel && *mem > 2048) {
 		return 0, fmt.Errorf("--mem %d: want at most 2048 MiB on the intel host (Bochs 2.7's limit)", *mem)
 	}
-	if *cpus < 1 || *cpus > 64 {
+	if *cpus < 0 || *cpus > 64 {
 		return 0, fmt.Errorf("--cpus %d: want 1 to 64", *cpus)
 	}
 	if h == nested.AMD && len(shares) == 0 {
