@@ -109,3 +109,15 @@ func TestFollow(t *testing.T) {
 		t.Errorf("early stop: %v", err)
 	}
 }
+
+// TestEmulatorMissing: without QEMU or Bochs on PATH the error is one line
+// naming the Debian package to install.
+func TestEmulatorMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	for h, want := range map[Host]string{AMD: "qemu-system-x86_64 not found: install Debian's qemu-system-x86", Intel: "bochs not found: install Debian's bochs"} {
+		_, err := emulatorFor(h)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", h, err, want)
+		}
+	}
+}
