@@ -43,8 +43,11 @@ if [ -n "$ROOTTAG" ]; then
 	mount -t tmpfs rw /rw && mkdir -p /rw/upper /rw/work
 	mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /host ||
 		fail "cannot mount an overlay over the machine's /: $(dmesg | grep -i overlay | tail -n 1)"
+	# No tmpfs over /tmp or /run: the overlay keeps what is written there
+	# in RAM already, and a work tree or cache under /tmp must stay seen.
 	for s in $SHARES; do
 		tag=${s%%:*} dir=${s#*:}
+		mkdir -p "/host$dir"
 		mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap "$tag" "/host$dir" ||
 			fail "cannot mount $dir over 9p (tag $tag)"
 	done
@@ -54,13 +57,12 @@ if [ -n "$ROOTTAG" ]; then
 	mkdir -p /host/dev/pts /host/dev/shm
 	mount -t devpts devpts /host/dev/pts
 	mount -t tmpfs tmp /host/dev/shm
-	mount -t tmpfs tmp /host/tmp
-	mount -t tmpfs run /host/run
-	cp /cmd.sh /host/tmp/.govmm-nested-cmd.sh
-	cmd=/tmp/.govmm-nested-cmd.sh
+	cp /cmd.sh /host/.govmm-nested-cmd.sh
+	cmd=/.govmm-nested-cmd.sh
 else
+	# The initramfs is RAM already; the files the run brought (under
+	# /tmp too, maybe) are in it.
 	mkdir -p /tmp /dev/pts /dev/shm
-	mount -t tmpfs tmp /tmp
 	mount -t devpts devpts /dev/pts
 	cmd=/cmd.sh
 fi
