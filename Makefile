@@ -288,24 +288,19 @@ test: test-deps build guests floorvmm initramfs kernel debian-kernel vet test-to
 # nested AMD-V host under the race detector, in two L1s side by side (one
 # core each: QEMU's TCG runs single-threaded), split by their measured
 # times (about 48 minutes in one L1, 38 of them TestStorm's matrix): the
-# storm's plain half with everything else, its avic half with Debian's
-# default kernel's boots, then, with NESTED_VTX=1 (make test), the VT-x
-# subset after them. RUN=regexp runs
+# storm's plain half with everything else, its avic half alone, then,
+# with NESTED_VTX=1 (make test), the VT-x subset after it. RUN=regexp runs
 # some tests only, in one L1. Each L1's JSON events go to its own log;
 # nested.json is all of them.
 NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested-$(1).json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(4); \
 	   echo $$? > $(TESTLOG)/nested-$(1).rc; } | $(SUMMARY) filter -tests /dev/null
 NESTED_VTX ?=
 # The second L1's tests (go test's -run syntax; the first L1 skips them):
-# TestStorm's avic half (18 minutes there) and the three boots of Debian's
-# default kernel (6-9 minutes side by side).
-SECOND_SHARD := ^(TestStorm|TestBootDebianDefaultKernel)$$/^(avic|off|physical|cluster)$$
-# Debian's default kernel (TestBootDebianDefaultKernel) boots in the nested
-# host in minutes (it took a quarter of an hour per boot on the emulating
-# host, where it ran only on request: make boot-debian-default).
-nested-test: export GOVMM_DEBIAN_DEFAULT_KERNEL = $(CACHE)/debian-kernel-amd64/vmlinuz
+# TestStorm's avic half (18 minutes there). Debian's default kernel stays
+# on request (make boot-debian-default): in the nested host its three
+# boots once took 4-9 minutes and once had not ended after 39 (open).
+SECOND_SHARD := ^TestStorm$$/^avic$$
 nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
-	@scripts/debian-kernel.sh $(CACHE) amd64
 	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested*.json $(TESTLOG)/nested*.rc
 	$(GO) test -c -race -o $(TESTBIN)/ $(NESTED_PKGS)
 	@echo "== the guest tests inside the nested AMD-V host: $(NESTED_PKGS)"
