@@ -10,20 +10,19 @@ import (
 	"strings"
 )
 
-// aptQuery runs an apt command that reads the package lists; when the
-// lists are empty (a fresh machine or container), it updates them once
-// and tries again.
-func aptQuery(name string, args ...string) ([]byte, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
+// aptRetry runs an apt command that needs the package lists (cmd makes
+// it afresh each time); when it fails or says nothing (a fresh machine or
+// container has empty lists), it updates the lists once and tries again.
+func aptRetry(what string, cmd func() *exec.Cmd) ([]byte, error) {
+	out, err := cmd().CombinedOutput()
 	if err == nil && len(bytes.TrimSpace(out)) > 0 {
 		return out, nil
 	}
 	if up, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
-		return nil, fmt.Errorf("apt-get update failed: %s", firstLine(up, uerr))
+		return nil, fmt.Errorf("%s: %s; apt-get update: %s", what, firstLine(out, err), firstLine(up, uerr))
 	}
-	out, err = exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %s", name, strings.Join(args, " "), firstLine(out, err))
+	if out, err = cmd().CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("%s: %s", what, firstLine(out, err))
 	}
 	return out, nil
 }
@@ -34,7 +33,9 @@ var dependsRE = regexp.MustCompile(`(?m)^\s*Depends:\s*(linux-image-\S+)`)
 // linux-image-amd64 meta-package (linux-image-6.1.0-57-amd64 today):
 // exact versions rotate out of the archive, the meta-package stays.
 func resolveKernelPackage() (string, error) {
-	out, err := aptQuery("apt-cache", "depends", "linux-image-amd64")
+	out, err := aptRetry("apt-cache depends linux-image-amd64", func() *exec.Cmd {
+		return exec.Command("apt-cache", "depends", "linux-image-amd64")
+	})
 	if err != nil {
 		return "", fmt.Errorf("cannot resolve Debian's linux-image-amd64: %w", err)
 	}
@@ -55,18 +56,12 @@ func downloadExtract(dir string, pkgs ...string) (string, error) {
 	// apt-get download writes to its working directory, as _apt where it
 	// can: let it write here.
 	os.Chmod(dir, 0o777)
-	download := func() ([]byte, error) {
+	if _, err := aptRetry("apt-get download "+strings.Join(pkgs, " "), func() *exec.Cmd {
 		cmd := exec.Command("apt-get", append([]string{"download", "-q"}, pkgs...)...)
 		cmd.Dir = dir
-		return cmd.CombinedOutput()
-	}
-	if out, err := download(); err != nil {
-		if up, uerr := exec.Command("apt-get", "update", "-qq").CombinedOutput(); uerr != nil {
-			return "", fmt.Errorf("apt-get download %s: %s; apt-get update: %s", strings.Join(pkgs, " "), firstLine(out, err), firstLine(up, uerr))
-		}
-		if out, err := download(); err != nil {
-			return "", fmt.Errorf("apt-get download %s: %s", strings.Join(pkgs, " "), firstLine(out, err))
-		}
+		return cmd
+	}); err != nil {
+		return "", err
 	}
 	root := filepath.Join(dir, "root")
 	for _, p := range pkgs {

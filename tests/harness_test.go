@@ -79,10 +79,7 @@ func runGuestWith(t *testing.T, name string, cpus int, x2apic bool, cmdline stri
 // runGuestFor is runGuestWith that stops the guest after timeout.
 func runGuestFor(t *testing.T, name string, cpus int, x2apic bool, cmdline string, edit func(*vmm.Config), timeout time.Duration) *guestRun {
 	t.Helper()
-	cfg := vmm.Config{CPUs: cpus, Cmdline: cmdline, IOMMU: true, PVIPI: true}
-	if !x2apic {
-		cfg.X2APIC = vmm.X2APICOff
-	}
+	cfg := vmm.Config{CPUs: cpus, Cmdline: cmdline, IOMMU: true, PVIPI: true, X2APIC: x2apicSetting(x2apic)}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -90,7 +90,7 @@ func filter(args []string) (int, error) {
 		case "pass", "skip", "fail":
 			if e.Action == "fail" {
 				failed = true
-				if e.Test != "" && !strings.Contains(e.Test, "/") || e.Test == "" {
+				if !strings.Contains(e.Test, "/") { // a package's or a top-level test's output
 					fmt.Print(strings.Join(out[k], ""))
 				}
 			}
