@@ -59,6 +59,24 @@ func main() {
 
 type key struct{ pkg, test string }
 
+// collector holds each test's output until the event that ends it.
+type collector map[key][]string
+
+// take records e; for an event that ends a test or package (pass, skip,
+// fail) it returns that one's output and forgets it.
+func (c collector) take(e event) (lines []string, ended bool) {
+	k := key{e.Package, e.Test}
+	switch e.Action {
+	case "output":
+		c[k] = append(c[k], e.Output)
+	case "pass", "skip", "fail":
+		lines = c[k]
+		delete(c, k)
+		return lines, true
+	}
+	return nil, false
+}
+
 // filter echoes a stream in go test's short form and saves it.
 func filter(args []string) (int, error) {
 	fs := flag.NewFlagSet("filter", flag.ContinueOnError)
@@ -71,7 +89,7 @@ func filter(args []string) (int, error) {
 		return 0, err
 	}
 	defer log.Close()
-	out := map[key][]string{}
+	out := collector{}
 	failed := false
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -83,15 +101,11 @@ func filter(args []string) (int, error) {
 			continue
 		}
 		log.Write(append(line, '\n'))
-		k := key{e.Package, e.Test}
-		switch e.Action {
-		case "output":
-			out[k] = append(out[k], e.Output)
-		case "pass", "skip", "fail":
+		if lines, ended := out.take(e); ended {
 			if e.Action == "fail" {
 				failed = true
 				if !strings.Contains(e.Test, "/") { // a package's or a top-level test's output
-					fmt.Print(strings.Join(out[k], ""))
+					fmt.Print(strings.Join(lines, ""))
 				}
 			}
 			if e.Test == "" {
@@ -101,7 +115,6 @@ func filter(args []string) (int, error) {
 			} else if *each && !strings.Contains(e.Test, "/") && e.Action != "fail" {
 				fmt.Printf("    --- %s: %s (%.1fs)\n", strings.ToUpper(e.Action), e.Test, e.Elapsed)
 			}
-			delete(out, k)
 		}
 	}
 	if failed {
@@ -149,7 +162,7 @@ func read(path string, nested bool, res map[key]*result, pkgFail map[string]bool
 		return err
 	}
 	defer f.Close()
-	out := map[key][]string{}
+	out := collector{}
 	dec := json.NewDecoder(bufio.NewReader(f))
 	for {
 		var e event
@@ -158,22 +171,19 @@ func read(path string, nested bool, res map[key]*result, pkgFail map[string]bool
 		} else if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		k := key{e.Package, e.Test}
-		switch e.Action {
-		case "output":
-			out[k] = append(out[k], e.Output)
-		case "pass", "fail", "skip":
-			if e.Test == "" {
-				if e.Action == "fail" {
-					pkgFail[e.Package] = true
-				}
-				continue
+		lines, ended := out.take(e)
+		switch {
+		case !ended:
+		case e.Test == "":
+			if e.Action == "fail" {
+				pkgFail[e.Package] = true
 			}
+		default:
 			r := &result{action: e.Action, nested: nested}
 			if e.Action == "skip" {
-				r.reason = skipReason(out[k])
+				r.reason = skipReason(lines)
 			}
-			res[k] = r
+			res[key{e.Package, e.Test}] = r
 		}
 	}
 }
