@@ -160,15 +160,13 @@ func Run(ctx context.Context, opt Options) (int, error) {
 		return 0, fmt.Errorf("the %s was stopped: %w", opt.Host.Describe(), ctx.Err())
 	}
 	if serr != nil {
-		if werr != nil && !r.isBochs() {
+		if werr != nil {
 			return 0, fmt.Errorf("%w (%s: %v)", serr, emu.name(), werr)
 		}
 		return 0, serr
 	}
 	return status, nil
 }
-
-func (r *run) isBochs() bool { return r.opt.Host == Intel }
 
 // initrd writes the run's initramfs: the image's base archive and, after
 // it, one with /run.conf, /cmd.sh and (Intel) the files.
