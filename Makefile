@@ -112,7 +112,7 @@ boot-debian-default: build initramfs deps
 
 build: deps
 	@mkdir -p $(dir $(BIN))
-	$(GO) build -o $(BIN) ./cmd/govmm
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/govmm
 
 # The minimal C VMM that is the floor of 'govmm bench-exits' (bench/floor).
 FLOORVMM := $(CACHE)/bin/floorvmm

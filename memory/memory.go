@@ -29,10 +29,18 @@ type Memory struct {
 	size    uint64
 }
 
+// CheckSize refuses a RAM size New cannot map.
+func CheckSize(size uint64) error {
+	if size < MinSize || size > MaxSize || size%4096 != 0 {
+		return fmt.Errorf("guest memory must be a multiple of 4 KiB between 2 MiB and 1 TiB, not %d bytes", size)
+	}
+	return nil
+}
+
 // New maps size bytes of guest RAM.
 func New(size uint64) (*Memory, error) {
-	if size < MinSize || size > MaxSize || size%4096 != 0 {
-		return nil, fmt.Errorf("guest memory must be a multiple of 4 KiB between 2 MiB and 1 TiB, not %d bytes", size)
+	if err := CheckSize(size); err != nil {
+		return nil, err
 	}
 	m := &Memory{size: size}
 	low := min(size, LowMemTop)

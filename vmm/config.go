@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/loader"
+	"github.com/govmm/govmm/memory"
 )
 
 // X2APIC says whether CPUID advertises x2APIC.
@@ -160,14 +163,47 @@ func (c *Config) Delivery() string {
 // DefaultMemSize is the RAM of a VM when none is asked for.
 const DefaultMemSize = 128 << 20
 
-func (c *Config) check(maxCPUs int) error {
-	if c.CPUs < 1 || c.CPUs > maxCPUs {
-		return fmt.Errorf("cannot create %d vCPUs: this host's KVM allows 1 to %d", c.CPUs, maxCPUs)
+// MaxVCPUs is the most vCPUs any x86 KVM creates: KVM_MAX_VCPUS is 1024
+// in Linux 6.1 and at most 4096 where CONFIG_KVM_MAX_NR_VCPUS raises it.
+// This host's own limit is checked once /dev/kvm is open.
+const MaxVCPUs = 4096
+
+// Validate checks what can be checked without KVM: the vCPU count, the
+// RAM size, the disk image, the SYSCALL doorbell. New calls it before it
+// opens /dev/kvm, so a bad value is reported as itself and not as a KVM
+// problem on a machine without KVM; the command line calls it before
+// reading anything large.
+func (c *Config) Validate() error {
+	if c.CPUs < 1 || c.CPUs > MaxVCPUs {
+		return fmt.Errorf("cannot create %d vCPUs: want 1 to %d (KVM's most on x86)", c.CPUs, MaxVCPUs)
 	}
-	if c.CPUs > 1 && c.X2APIC == X2APICOff && c.CPUs > 255 {
+	if c.X2APIC == X2APICOff && c.CPUs > 255 {
 		return fmt.Errorf("%d vCPUs need x2APIC: xAPIC IDs stop at 254", c.CPUs)
 	}
+	if c.MemSize != 0 {
+		if err := memory.CheckSize(c.MemSize); err != nil {
+			return err
+		}
+	}
+	if c.Disk.Path != "" {
+		if _, err := os.Stat(c.Disk.Path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return fmt.Errorf("--disk %s: %v", c.Disk.Path, err)
+		}
+	}
 	return checkDoorbell(c.SyscallDoorbell, HostEmulates())
+}
+
+// checkHost checks the vCPU count against this host's KVM (maxCPUs,
+// KVM_CAP_MAX_VCPUS).
+func (c *Config) checkHost(maxCPUs int) error {
+	if c.CPUs > maxCPUs {
+		return fmt.Errorf("cannot create %d vCPUs: this host's KVM allows 1 to %d", c.CPUs, maxCPUs)
+	}
+	return nil
 }
 
 // checkDoorbell refuses the SYSCALL doorbell forced on where the host runs

@@ -113,6 +113,9 @@ func New(cfg Config) (vm *VM, err error) {
 	if cfg.AVIC {
 		cfg.PVEOI = true
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	sys, err := kvm.Open(cfg.KVMPath)
 	if err != nil {
 		return nil, err
@@ -121,7 +124,7 @@ func New(cfg Config) (vm *VM, err error) {
 	if maxCPUs == 0 {
 		maxCPUs = sys.CheckExtension(kvm.CapNRVCPUs)
 	}
-	if err := cfg.check(maxCPUs); err != nil {
+	if err := cfg.checkHost(maxCPUs); err != nil {
 		sys.Close()
 		return nil, err
 	}
@@ -164,7 +167,7 @@ func New(cfg Config) (vm *VM, err error) {
 	}
 	boot, err := vm.loadKernel()
 	if err != nil {
-		return nil, fmt.Errorf("cannot load the kernel: %w", err)
+		return nil, fmt.Errorf("cannot load %s: %w", kernelName(cfg.KernelPath), err)
 	}
 	if w, ok := cfg.Console.(AccountingWatcher); ok {
 		w.WatchAccounting(vm.acct)
@@ -216,6 +219,14 @@ func (vm *VM) setupKVM() error {
 		return err
 	}
 	return vm.kvm.SetTSSAddr(tssAddr)
+}
+
+// kernelName names the kernel in an error about loading it.
+func kernelName(path string) string {
+	if path == "" {
+		return "the kernel"
+	}
+	return "the kernel " + path
 }
 
 // loadKernel loads a Multiboot kernel, else a Linux bzImage or vmlinux,

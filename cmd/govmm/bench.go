@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -41,14 +40,13 @@ var reIPIBenchCPU = regexp.MustCompile(`govmm-ipibench: \d+ ops per kind, \d+ CP
 // cmdBench is 'govmm bench': boot govmm's kernel once per mode and CPU
 // count with its IPI microbenchmark, and write the report.
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := benchFlagSet("bench", stderr)
 	cpuList := fs.String("cpus", "2,4", "comma-separated vCPU counts")
 	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi, cluster+avic")
 	ops := fs.Int("ops", 50, "operations per kind")
 	out := fs.String("out", "govmm-bench", "directory for report.md, report.csv and the SVG plots")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return 0, err
 	}
 	cpus, err := intList(*cpuList, 2, math.MaxInt, "--cpus: %q is not a vCPU count of 2 or more")

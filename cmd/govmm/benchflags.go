@@ -8,25 +8,19 @@ import (
 	"strings"
 )
 
-// benchFlagSet is the flag set of a bench command: errors and -h go to
-// stderr, -h prints "usage: govmm NAME [flags]" and the flags.
+// benchFlagSet is the flag set of a bench command: -h goes to stderr and
+// prints "usage: govmm NAME [flags]" and the flags.
 func benchFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: govmm %s [flags]\n", name)
-		fs.PrintDefaults()
-	}
-	return fs
+	return newFlagSet(name, "usage: govmm "+name+" [flags]", "", stderr)
 }
 
 // parseNoArgs parses a bench command's flags, which take no arguments.
 func parseNoArgs(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%s takes no arguments (got %q)", fs.Name(), fs.Arg(0))
+		return usageErr(fs.Name(), "takes no arguments (got %q)", fs.Arg(0))
 	}
 	return nil
 }

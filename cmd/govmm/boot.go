@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,7 +42,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 	defer b.close()
 	vm, err := vmm.New(b.cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", b.kpath, err)
+		return 0, err
 	}
 	defer vm.Close()
 	jf, err := createJSONReport(o.jsonOut)
@@ -74,12 +73,11 @@ type bootOptions struct {
 
 // parseBootFlags reads boot's command line.
 func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
-	fs := flag.NewFlagSet("boot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("boot", "usage: govmm boot [flags]", consoleHelp, stderr)
 	o := &bootOptions{}
 	fs.IntVar(&o.cpus, "cpus", 2, "number of vCPUs")
 	fs.StringVar(&o.mem, "mem", "512M", "guest RAM")
-	fs.StringVar(&o.mode, "x2apic", "cluster", "APIC mode: off (xAPIC), physical, cluster (with interrupt remapping) or mixed")
+	mode := addX2APICFlag(fs, "cluster", "APIC mode Linux is told to use: off (xAPIC), physical, cluster (with interrupt remapping) or mixed (govmm's kernel; with interrupt remapping)")
 	fs.StringVar(&o.kernel, "kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
 	fs.StringVar(&o.initrd, "initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
 	fs.StringVar(&o.appendArgs, "append", "", "extra kernel command-line arguments")
@@ -91,12 +89,12 @@ func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
 	o.vmFlags = addVMFlags(fs)
 	fs.StringVar(&o.exec, "exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	fs.BoolVar(&o.decomp, "decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
-	fs.Usage = vmUsage(fs, stderr, "usage: govmm boot [flags]")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
+	o.mode = mode.String()
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("boot takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
+		return nil, usageErr("boot", "takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
 	}
 	if err := o.sandbox.check(); err != nil {
 		return nil, err
@@ -143,11 +141,6 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 	}
 	b.con = linuxguest.NewConsole(out, linuxguest.BootMilestones)
 	b.cfg.Console, b.cfg.RunDecompressor = b.con, o.decomp
-	o.pvf.apply(&b.cfg)
-	b.cfg.Disk = *o.disk
-	if err = o.hostFlags(&b.cfg); err != nil {
-		return nil, err
-	}
 	if b.cfg.Symbols, err = o.dash.symbols(); err != nil {
 		return nil, err
 	}
@@ -163,8 +156,10 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 	return b, nil
 }
 
-// vmConfig is the mode's VM configuration with the guest RAM, the kernel
-// (and where it was read from) and the initramfs.
+// vmConfig is the mode's VM configuration with the guest RAM, the PV and
+// host flags, the disk, the kernel (and where it was read from) and the
+// initramfs: every value is checked (vmm.Config.Validate) before the
+// kernel is read and long before /dev/kvm is opened.
 func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
 	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pvf.config().PVIPI, o.appendArgs)
 	if err == nil {
@@ -174,6 +169,14 @@ func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
 		return cfg, m, "", err
 	}
 	if cfg.MemSize, err = parseSize(o.mem); err != nil {
+		return cfg, m, "", err
+	}
+	o.pvf.apply(&cfg)
+	cfg.Disk = *o.disk
+	if err = o.hostFlags(&cfg); err != nil {
+		return cfg, m, "", err
+	}
+	if err = cfg.Validate(); err != nil {
 		return cfg, m, "", err
 	}
 	kpath := o.kernel

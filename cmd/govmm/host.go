@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -16,14 +15,13 @@ import (
 // cmdHost is 'govmm host': the host probe's answers, one line each, and
 // what run and boot configure from them with their flags at auto.
 func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("host", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("host", "usage: govmm host [--json]", "", stderr)
 	asJSON := fs.Bool("json", false, "print the answers as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 0, err
 	}
 	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("host takes no arguments, got %q", fs.Args())
+		return 0, usageErr("host", "takes no arguments, got %q", fs.Args())
 	}
 	a, err := vmm.Host()
 	if err != nil {

@@ -1,17 +1,8 @@
 // Command govmm runs virtual machines whose interrupt path (local APIC,
 // IOAPIC, interrupt remapping and PV IPIs) lives in user space, and
-// accounts for every VM exit. Its commands (usage below, flags in README.md):
-//
-//	govmm run [--cpus N] [--mem SIZE] [--x2apic|--no-x2apic] [--json FILE] [--console-input=auto|stdin|none] KERNEL [ARGS...]
-//	govmm boot [--cpus N] [--x2apic=off|physical|cluster|mixed] [--kernel K] [--initrd I] [--exec CMDS] [--console-input=auto|stdin|none]
-//	govmm bench [--cpus N,...] [--modes off,physical,cluster,mixed,pv-ipi,...] [--ops N] [--out DIR]
-//	govmm map [--cpus N] [--json] KERNEL
-//	govmm bench-ipi [--cpus N] [--modes M,...] [--dests N,...] [--aligned] [--delivery plain,pveoi,avic] [--out DIR]
-//	govmm bench-exits [--count N] [--reps N] [--out DIR]
-//	govmm bench-rtt [--modes M,...] [--delivery plain,pveoi,avic] [--rounds N] [--gap CYCLES] [--halt-poll D] [--out DIR]
-//	govmm top [--url http://127.0.0.1:8411] [--once]
-//	govmm host [--json]
-//	govmm nested [--host amd|intel] [--timeout D] [--share DIR] [--file F] COMMAND [ARGS...]
+// accounts for every VM exit. 'govmm help' lists its commands and
+// 'govmm help CMD' a command's flags (docs/usage.md has them all, checked
+// against the flags by TestUsageDoc).
 //
 // The guest's serial console reads govmm's stdin when it is a terminal (in
 // raw mode; Ctrl-A x quits, Ctrl-A Ctrl-A sends Ctrl-A), a pipe or a file.
@@ -61,8 +52,18 @@ commands:
   nested  run a command inside a nested KVM host (QEMU TCG with kvm_amd, or Bochs with
           kvm_intel): govmm on KVM's own SVM or VMX code where there is no /dev/kvm
 
-Run 'govmm <command> -h' for its flags.
+  help    'govmm help CMD' prints a command's flags (as 'govmm CMD --help')
+  version 'govmm --version': the module's version and the VCS revision it was built from
+
+Run 'govmm help <command>' for its flags.
 `)
+}
+
+// commands are govmm's commands by name; each returns the process's exit
+// status, or an error said in one line with status 2.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
+	"run": cmdRun, "boot": cmdBoot, "top": cmdTop, "bench": cmdBench, "bench-ipi": cmdBenchIPI,
+	"bench-exits": cmdBenchExits, "bench-rtt": cmdBenchRTT, "host": cmdHost, "map": cmdMap, "nested": cmdNested,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -72,32 +73,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	status := 0
-	switch args[0] {
-	case "run":
-		status, err = cmdRun(args[1:], stdout, stderr)
-	case "boot":
-		status, err = cmdBoot(args[1:], stdout, stderr)
-	case "top":
-		status, err = cmdTop(args[1:], stdout, stderr)
-	case "bench":
-		status, err = cmdBench(args[1:], stdout, stderr)
-	case "bench-ipi":
-		status, err = cmdBenchIPI(args[1:], stdout, stderr)
-	case "bench-exits":
-		status, err = cmdBenchExits(args[1:], stdout, stderr)
-	case "bench-rtt":
-		status, err = cmdBenchRTT(args[1:], stdout, stderr)
-	case "host":
-		status, err = cmdHost(args[1:], stdout, stderr)
-	case "map":
-		status, err = cmdMap(args[1:], stdout, stderr)
-	case "nested":
-		status, err = cmdNested(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	switch cmd, ok := commands[args[0]]; {
+	case ok:
+		status, err = cmd(args[1:], stdout, stderr)
+	case args[0] == "help" && len(args) > 1:
+		if cmd, ok := commands[args[1]]; ok {
+			// The command's -h text, on stdout: asked for, not an error.
+			status, err = cmd([]string{"-h"}, stdout, stdout)
+		} else {
+			err = fmt.Errorf("unknown command %q (see 'govmm help')", args[1])
+		}
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		usage(stdout)
 		return 0
+	case args[0] == "version" || args[0] == "--version" || args[0] == "-version":
+		fmt.Fprintln(stdout, version())
+		return 0
 	default:
-		err = fmt.Errorf("unknown command %q (try 'govmm help')", args[0])
+		err = fmt.Errorf("unknown command %q (see 'govmm help')", args[0])
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

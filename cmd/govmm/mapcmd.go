@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,10 +14,9 @@ import (
 // prints its exit bus: every PIO, MMIO and MSR range govmm serves, what
 // claims it, and which MSRs the MSR filter takes from KVM.
 func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("map", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("map", "usage: govmm map [flags] KERNEL", "", stderr)
 	cpus := fs.Int("cpus", 1, "number of vCPUs")
-	x2 := fs.Bool("x2apic", true, "advertise x2APIC in CPUID")
+	x2 := addX2APICFlag(fs, "cluster", "as run's --x2apic: off hides x2APIC from CPUID, physical, cluster and mixed advertise it")
 	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit")
 	pvf := addPVFlags(fs, pvipi.Flag)
 	asJSON := fs.Bool("json", false, "print the map as JSON")
@@ -28,33 +25,31 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
 	virtioConsole := fs.Bool("virtio-console", false, "as run's --virtio-console")
 	hostFlags := addHostFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm map [flags] KERNEL")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 0, err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return 0, errors.New("map needs a KERNEL image")
+		return 0, usageErr("map", "needs one KERNEL image")
 	}
-	kernel, err := os.ReadFile(fs.Arg(0))
-	if err != nil {
-		return 0, fmt.Errorf("cannot read kernel image: %w", err)
-	}
-	cfg := vmm.Config{CPUs: *cpus, Kernel: kernel, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu,
+	cfg := vmm.Config{CPUs: *cpus, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu,
 		Disk: *disk, VirtioConsole: *virtioConsole}
 	pvf.apply(&cfg)
-	if !*x2 {
+	if !x2.advertised() {
 		cfg.X2APIC = vmm.X2APICOff
 	}
 	if err := hostFlags(&cfg); err != nil {
 		return 0, err
 	}
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	var err error
+	if cfg.Kernel, err = os.ReadFile(fs.Arg(0)); err != nil {
+		return 0, fmt.Errorf("cannot read kernel image: %w", err)
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", fs.Arg(0), err)
+		return 0, err
 	}
 	defer vm.Close()
 	if *asJSON {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,10 +24,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // cmdNested is 'govmm nested': run one command inside a nested KVM host
 // (package nested), with its output streamed and its exit status returned.
 func cmdNested(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("nested", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: govmm nested [flags] [--] COMMAND [ARGS...]
+	fs := newFlagSet("nested", `usage: govmm nested [flags] [--] COMMAND [ARGS...]
 
 Boots a nested KVM host, a Linux L1 under an emulator that offers hardware
 virtualization, where KVM's own SVM (--host amd: QEMU TCG, kvm_amd) or VMX
@@ -39,13 +34,10 @@ is visible read-only and the work tree and the cache read-write; with
 --host intel only the files given with --file are there (static binaries).
 The L1 image is built once from Debian's packages and cached.
 
-flags:
-`)
-		fs.PrintDefaults()
-	}
+flags:`, "", stderr)
 	host := fs.String("host", "amd", "the nested host: amd (QEMU TCG, kvm_amd) or intel (Bochs, kvm_intel)")
 	timeout := fs.Duration("timeout", 2*time.Hour, "stop L1 when COMMAND has not finished after this long (0: never)")
-	mem := fs.Int("mem", 0, "L1's RAM in MiB (default 6144 amd, 2048 intel: Bochs's most)")
+	memSize := fs.String("mem", "", "L1's RAM, as run's --mem (default 6G amd, 2G intel: Bochs's most)")
 	cpus := fs.Int("cpus", 0, "L1's CPUs (default 2 amd, 1 intel)")
 	tcg := fs.String("tcg", "single", "QEMU's TCG threading (amd): single or multi (multi lost interrupts in QEMU 7.2's SVM: docs/hosts.md)")
 	timer := fs.String("preemption-timer", "on", "intel: on tells L1 its TSC rate so kvm_intel uses VMX's preemption timer; off leaves it off")
@@ -55,7 +47,7 @@ flags:
 	var shares, files stringList
 	fs.Var(&shares, "share", "amd: a directory mounted read-write (repeatable; default the git work tree of the current directory; the cache always)")
 	fs.Var(&files, "file", "intel: a file or directory copied in at its own path (repeatable); COMMAND's program must be one")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 0, err
 	}
 	h, err := nested.ParseHost(*host)
@@ -63,7 +55,15 @@ flags:
 		return 0, err
 	}
 	if fs.NArg() == 0 {
-		return 0, errors.New("nested: no command given (govmm nested --help)")
+		return 0, usageErr("nested", "no command given")
+	}
+	mem := 0 // MiB; 0: the host's default
+	if *memSize != "" {
+		size, err := parseSize(*memSize)
+		if err != nil {
+			return 0, err
+		}
+		mem = int(size >> 20)
 	}
 	if *tcg != "single" && *tcg != "multi" {
 		return 0, fmt.Errorf("--tcg=%q: want single or multi", *tcg)
@@ -71,8 +71,8 @@ flags:
 	if *timer != "on" && *timer != "off" {
 		return 0, fmt.Errorf("--preemption-timer=%q: want on or off", *timer)
 	}
-	if *mem < 0 || (h == nested.Intel && *mem > 2048) {
-		return 0, fmt.Errorf("--mem %d: want at most 2048 MiB on the intel host (Bochs 2.7's limit)", *mem)
+	if *memSize != "" && (mem < 256 || (h == nested.Intel && mem > 2048)) {
+		return 0, fmt.Errorf("--mem %s: want 256M or more, and at most 2G on the intel host (Bochs 2.7's limit)", *memSize)
 	}
 	if *cpus < 0 || *cpus > 64 {
 		return 0, fmt.Errorf("--cpus %d: want 1 to 64", *cpus)
@@ -87,7 +87,7 @@ flags:
 	}
 	opt := nested.Options{
 		Host: h, Cache: *cache, Command: fs.Args(), Shares: shares, Files: files,
-		Timeout: *timeout, MemMiB: *mem, CPUs: *cpus, MultiThreadTCG: *tcg == "multi",
+		Timeout: *timeout, MemMiB: mem, CPUs: *cpus, MultiThreadTCG: *tcg == "multi",
 		PreemptionTimer: *timer == "on", KVMParams: *kvmParams, Verbose: *verbose,
 		Stdout: stdout, Stderr: stderr,
 	}

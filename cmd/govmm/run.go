@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +27,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", o.kernelPath, err)
+		return 0, err
 	}
 	defer vm.Close()
 	jf, err := createJSONReport(o.jsonOut)
@@ -60,7 +58,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 type runOptions struct {
 	cpus                  int
 	mem, jsonOut, kvmPath string
-	x2, nox2, iommu       bool
+	iommu                 bool
+	x2apic                *x2apicFlag
 	pvf                   pvFlags
 	quiet                 bool
 	virtioConsole         bool
@@ -73,13 +72,11 @@ type runOptions struct {
 
 // parseRunFlags reads run's command line.
 func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run", "usage: govmm run [flags] KERNEL [ARGS...]", consoleHelp, stderr)
 	o := &runOptions{}
 	fs.IntVar(&o.cpus, "cpus", 1, "number of vCPUs")
 	fs.StringVar(&o.mem, "mem", "128M", "guest RAM (K, M, G suffixes)")
-	fs.BoolVar(&o.x2, "x2apic", true, "advertise x2APIC in CPUID")
-	fs.BoolVar(&o.nox2, "no-x2apic", false, "do not advertise x2APIC (xAPIC only)")
+	o.x2apic = addX2APICFlag(fs, "cluster", "APIC mode: off (xAPIC only: x2APIC hidden from CPUID), physical, cluster or mixed (x2APIC advertised: a bare-metal guest picks its mode itself)")
 	fs.BoolVar(&o.iommu, "iommu", true, "add the VT-d interrupt-remapping unit at 0xFED90000")
 	o.pvf = addPVFlags(fs, pvipi.Flag)
 	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
@@ -89,13 +86,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	fs.StringVar(&o.kvmPath, "kvm", "/dev/kvm", "KVM device")
 	o.vmFlags = addVMFlags(fs)
 	fs.Var(&o.mods, "module", "load FILE[=STRING] as a Multiboot module (repeatable)")
-	fs.Usage = vmUsage(fs, stderr, "usage: govmm run [flags] KERNEL [ARGS...]")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() < 1 {
-		fs.Usage()
-		return nil, errors.New("run needs a KERNEL image")
+		return nil, usageErr("run", "needs a KERNEL image")
 	}
 	o.kernelPath, o.guestArgs = fs.Arg(0), fs.Args()[1:]
 	if err := o.sandbox.check(); err != nil {
@@ -104,35 +99,39 @@ func parseRunFlags(args []string, stderr io.Writer) (*runOptions, error) {
 	return o, nil
 }
 
-// vmConfig builds the VM's configuration, the console input with it.
+// vmConfig builds the VM's configuration, the console input with it:
+// every value is checked (vmm.Config.Validate) before the kernel is read
+// and long before /dev/kvm is opened.
 func (o *runOptions) vmConfig(stdout io.Writer) (vmm.Config, *consoleInput, error) {
 	size, err := parseSize(o.mem)
 	if err != nil {
 		return vmm.Config{}, nil, err
 	}
-	in, err := o.conIn.open(os.Stdin)
-	if err != nil {
-		return vmm.Config{}, nil, err
-	}
-	kernel, err := os.ReadFile(o.kernelPath)
-	if err != nil {
-		return vmm.Config{}, nil, fmt.Errorf("cannot read kernel image: %w", err)
-	}
-	cfg := vmm.Config{CPUs: o.cpus, MemSize: size, Kernel: kernel, Modules: o.mods.mods,
-		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu,
-		ConsoleInput: in.r}
+	cfg := vmm.Config{CPUs: o.cpus, MemSize: size, Modules: o.mods.mods,
+		Cmdline: strings.Join(o.guestArgs, " "), Console: stdout, KVMPath: o.kvmPath, KernelPath: o.kernelPath, IOMMU: o.iommu}
 	o.pvf.apply(&cfg)
 	cfg.Disk = *o.disk
 	cfg.VirtioConsole = o.virtioConsole
-	if o.nox2 || !o.x2 {
+	if !o.x2apic.advertised() {
 		cfg.X2APIC = vmm.X2APICOff
 	}
 	if err = o.hostFlags(&cfg); err != nil {
 		return vmm.Config{}, nil, err
 	}
+	if err = cfg.Validate(); err != nil {
+		return vmm.Config{}, nil, err
+	}
 	if cfg.Symbols, err = o.dash.symbols(); err != nil {
 		return vmm.Config{}, nil, err
 	}
+	if cfg.Kernel, err = os.ReadFile(o.kernelPath); err != nil {
+		return vmm.Config{}, nil, fmt.Errorf("cannot read kernel image: %w", err)
+	}
+	in, err := o.conIn.open(os.Stdin)
+	if err != nil {
+		return vmm.Config{}, nil, err
+	}
+	cfg.ConsoleInput = in.r
 	return cfg, in, nil
 }
 

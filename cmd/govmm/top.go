@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,20 +21,15 @@ import (
 // table of a running VM's exits, read from its dashboard's /api/v1/state
 // (govmm run --dashboard ADDR). --once prints one frame and exits.
 func cmdTop(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("top", "usage: govmm top [--url http://127.0.0.1:PORT] [--interval 1s] [--once]", "", stderr)
 	url := fs.String("url", "http://"+dashboard.DefaultAddr, "the dashboard of the running VM")
 	interval := fs.Duration("interval", time.Second, "time between frames")
 	once := fs.Bool("once", false, "print one frame and exit")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: govmm top [--url http://127.0.0.1:PORT] [--interval 1s] [--once]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return 0, err
 	}
 	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("top takes no arguments, got %q", fs.Arg(0))
+		return 0, usageErr("top", "takes no arguments, got %q", fs.Arg(0))
 	}
 	if *interval <= 0 {
 		return 0, fmt.Errorf("--interval must be positive, got %v", *interval)

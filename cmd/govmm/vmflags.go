@@ -2,8 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"io"
 
 	"github.com/govmm/govmm/vmm"
 )
@@ -25,14 +23,4 @@ func addVMFlags(fs *flag.FlagSet) vmFlags {
 		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
 	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs), disk: disk,
 		sandbox: addSandboxFlags(fs)}
-}
-
-// vmUsage is the -h text of run and boot: the usage line, the flags and
-// the console's keys.
-func vmUsage(fs *flag.FlagSet, stderr io.Writer, line string) func() {
-	return func() {
-		fmt.Fprintln(stderr, line)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, consoleHelp)
-	}
 }
