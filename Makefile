@@ -218,14 +218,14 @@ guestfuzz: guests
 	GOVMM_FUZZTIME=$(FUZZTIME) GOVMM_FUZZ_SEED=$(FUZZ_SEED) GOVMM_FUZZ_SEEDTIME=$(FUZZ_SEEDTIME) GOVMM_FUZZ_ARGS='$(FUZZ_ARGS)' \
 		$(GO) test -race -count=1 -timeout 24h -run TestGuestFuzz -v ./tests/
 
-# The exits-per-IPI table of the bare-metal IPI guest (README's "Exits per
+# The exits-per-IPI table of the bare-metal IPI guest (docs/figures.md's "Exits per
 # IPI (bare metal)"): every mode, delivery path and multicast size on 65
 # vCPUs, about a minute here. BENCH_IPI_FLAGS adds flags (e.g. --cpus 1024
 # --modes x2apic-cluster,pv --dests 1,16,1023).
 bench-ipi: build guests
 	@$(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
 
-# The IPI round trip of the bare-metal round-trip guest (README's "IPI
+# The IPI round trip of the bare-metal round-trip guest (docs/figures.md's "IPI
 # round trips and halt polling"): modes x delivery paths, halted and
 # spinning receiver, halt polling on and off side by side. BENCH_RTT_FLAGS
 # adds flags (e.g. --rounds 2000 --gap 20000).
@@ -236,7 +236,7 @@ $(CACHE)/.bench-deps: Makefile
 	$(call install-missing,$(BENCH_DEBS))
 
 # The cost of one exit under govmm over the floor of a minimal C VMM
-# (README's "The exit floor"): a port read, an MMIO read and an x2APIC MSR
+# (docs/figures.md's "The exit floor"): a port read, an MMIO read and an x2APIC MSR
 # write, 20,000 each, five repetitions alternating between the two.
 # BENCH_EXITS_FLAGS adds flags (e.g. --count 100000 --reps 9).
 bench-exits: build guests floorvmm

@@ -54,8 +54,8 @@ func TestGuestFuzz(t *testing.T) {
 	// exit between SIPI and the failure). The fuzz's own garbage DMA into
 	// the trampoline explains it; the guest now keeps its garbage out of
 	// the first MiB and repairs the trampoline before each SIPI, which
-	// awaits a run on a host with /dev/kvm before init=0 goes (README,
-	// "The guest attacks"). make guestfuzz runs with them.
+	// awaits a run on a host with /dev/kvm before init=0 goes (docs/guest-attacks.md).
+	// make guestfuzz runs with them.
 	args, ok := os.LookupEnv("GOVMM_FUZZ_ARGS")
 	if !ok {
 		args = "init=0"
