@@ -78,11 +78,11 @@ func FromSystemMap(data []byte) (*Table, error) {
 			continue
 		}
 		if len(f) < 3 || len(f[1]) != 1 {
-			return nil, fmt.Errorf("System.map line %d: %q is not \"ADDRESS TYPE NAME\"", line, sc.Text())
+			return nil, fmt.Errorf("line %d of System.map: %q is not \"ADDRESS TYPE NAME\"", line, sc.Text())
 		}
 		addr, err := strconv.ParseUint(f[0], 16, 64)
 		if err != nil {
-			return nil, fmt.Errorf("System.map line %d: bad address %q", line, f[0])
+			return nil, fmt.Errorf("line %d of System.map: bad address %q", line, f[0])
 		}
 		switch f[1] {
 		case "T", "t", "W", "w":
@@ -92,10 +92,10 @@ func FromSystemMap(data []byte) (*Table, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("System.map: %w", err)
+		return nil, fmt.Errorf("reading System.map: %w", err)
 	}
 	if len(t.syms) == 0 {
-		return nil, errors.New("System.map has no text symbols")
+		return nil, errors.New("no text symbols in System.map")
 	}
 	sort.Slice(t.syms, func(i, j int) bool { return t.syms[i].addr < t.syms[j].addr })
 	sort.Slice(ends, func(i, j int) bool { return ends[i] < ends[j] })

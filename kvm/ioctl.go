@@ -33,7 +33,6 @@ var (
 	kvmSetCPUID2           = iow(0x90, 8)
 	kvmNMI                 = io(0x9a)
 	kvmGetMPState          = ior(0x98, 4)
-	kvmSetMPState          = iow(0x99, 4)
 	kvmEnableCap           = iow(0xa3, 104)
 	kvmGetTSCKHz           = io(0xa3)
 	kvmGetVCPUEvents       = ior(0x9f, 64)

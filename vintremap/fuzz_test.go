@@ -10,9 +10,6 @@ import (
 	"testing"
 )
 
-// ops reads a fuzz input as a stream of small numbers (internal/fuzzops).
-type ops = fuzzops.Reader
-
 // fuzzOffsets are the registers worth hitting; others come at random.
 var fuzzOffsets = []uint64{
 	RegGCMD, RegFSTS, RegFECTL, RegFEDATA, RegFEADDR, RegFEUADDR, RegIQT, RegIQA,

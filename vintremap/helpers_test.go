@@ -223,9 +223,6 @@ func remappableMSI(handle uint32, shv bool, sub uint16) (uint64, uint32) {
 	return addr, uint32(sub)
 }
 
-// sidOf is bus<<8 | dev<<3 | fn.
-func sidOf(bus, dev, fn int) uint16 { return uint16(bus<<8 | dev<<3 | fn) }
-
 // wantFault checks err is a Fault with reason.
 func wantFault(t *testing.T, err error, reason uint8) Fault {
 	t.Helper()

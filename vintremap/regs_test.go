@@ -130,7 +130,7 @@ func TestIRTATakesEffectAtSIRTP(t *testing.T) {
 	if _, err := r.u.TranslateMSI(addr, data, 0); err != nil {
 		t.Fatal(err)
 	}
-	r.w64(RegIRTA, 0x300000|0) // two entries elsewhere, not yet latched
+	r.w64(RegIRTA, 0x300000) // size field 0: two entries elsewhere, not yet latched
 	if _, err := r.u.TranslateMSI(addr, data, 0); err != nil {
 		t.Fatalf("IRTA change without SIRTP took effect: %v", err)
 	}

@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// ops reads a fuzz input as a stream of small numbers (internal/fuzzops).
-type ops = fuzzops.Reader
-
 // fuzzSink accepts or refuses by a pattern and counts calls.
 type fuzzSink struct {
 	calls  uint64

@@ -39,10 +39,10 @@ func mappedRAM(t testing.TB, n int) fakeMem {
 
 // testDriver is the driver side of one split queue in a fakeMem.
 type testDriver struct {
-	mem                fakeMem
-	size               uint16
-	desc, avail, used  uint64
-	availIdx, usedSeen uint16
+	mem               fakeMem
+	size              uint16
+	desc, avail, used uint64
+	availIdx          uint16
 }
 
 func newTestDriver(mem fakeMem, size uint16, base uint64) *testDriver {

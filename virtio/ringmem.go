@@ -54,16 +54,8 @@ func store16(b []byte, off int, v uint16) {
 	}
 }
 
-// load32 and store32 access the 32-bit word at b[off], which must be
-// 4-aligned in host memory (else they fall back to plain accesses).
-func load32(b []byte, off int) uint32 {
-	p := unsafe.Pointer(&b[off])
-	if uintptr(p)&3 != 0 {
-		return binary.LittleEndian.Uint32(b[off:])
-	}
-	return atomic.LoadUint32((*uint32)(p))
-}
-
+// store32 stores the 32-bit word at b[off] atomically where it is
+// 4-aligned in host memory (else with a plain store).
 func store32(b []byte, off int, v uint32) {
 	p := unsafe.Pointer(&b[off])
 	if uintptr(p)&3 != 0 {
