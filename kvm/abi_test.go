@@ -111,6 +111,12 @@ func TestABILayout(t *testing.T) {
 		{"offsetof(struct kvm_signal_mask, sigset)", unsafe.Offsetof(signalMaskHead{}.Sigset)},
 		{"sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)", unsafe.Sizeof(msrsOne{})},
 	}
+	for _, i := range Ioctls { // the sandbox's table: each name is the number it says
+		checks = append(checks, struct {
+			c   string
+			go_ uintptr
+		}{i.Name, i.Request})
+	}
 	var src strings.Builder
 	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include <linux/kvm.h>\nint main(void){\n")
 	for _, c := range checks {

@@ -17,6 +17,11 @@
 // needed.
 package sandbox
 
+import (
+	"github.com/govmm/govmm/kvm"
+	"golang.org/x/sys/unix"
+)
+
 // Syscall is one allowed system call and why a built VM needs it.
 type Syscall struct {
 	Name string
@@ -28,7 +33,7 @@ var Allowed = []Syscall{
 	// KVM: KVM_RUN, KVM_INTERRUPT, register and event get/set, KVM_IOEVENTFD
 	// as BARs move, the statistics fd; and the terminal's mode (TCGETS,
 	// TCSETS) when console input ends.
-	{"ioctl", "every KVM call on the VM and vCPU fds (KVM_RUN, KVM_INTERRUPT, KVM_IOEVENTFD, ...) and the terminal's mode"},
+	{"ioctl", "only with the request numbers of RunningIoctls: the KVM calls a built VM makes (KVM_RUN, KVM_INTERRUPT, KVM_IOEVENTFD, ...; not KVM_CREATE_VCPU, KVM_SET_USER_MEMORY_REGION, KVM_SET_CPUID2, KVM_X86_SET_MSR_FILTER) and the terminal's mode"},
 	{"tgkill", "kicking a vCPU thread out of KVM_RUN (vcpu/kick.go); the Go runtime's preemption signals; only to govmm's own threads (argument 0 must be govmm's PID)"},
 	{"getpid", "tgkill's process ID; the Go runtime"},
 	{"gettid", "the Go runtime's thread identity"},
@@ -68,10 +73,10 @@ var Allowed = []Syscall{
 
 	// The Go runtime: memory, threads, scheduling, signals, the poller,
 	// timers.
-	{"mmap", "the Go heap"},
+	{"mmap", "the Go heap; never executable (PROT_EXEC is refused: nothing in govmm maps code once it runs)"},
 	{"munmap", "the Go heap"},
 	{"madvise", "the Go heap (returning memory)"},
-	{"mprotect", "the Go runtime"},
+	{"mprotect", "the Go runtime; never to executable (PROT_EXEC is refused)"},
 	{"brk", "the Go runtime"},
 	{"clone", "new OS threads (a vCPU thread is locked to its goroutine; a blocked syscall's M)"},
 	{"clone3", "new OS threads"},
@@ -111,4 +116,21 @@ var Forbidden = []Syscall{
 	{"setuid", "change credentials"},
 	{"mount", "change the file system"},
 	{"kill", "signal other processes (tgkill is allowed only with govmm's own PID)"},
+}
+
+// RunningIoctls are the ioctl request numbers the filter lets through: the
+// KVM requests a built VM makes (kvm.Ioctls marked running, each with its
+// reason there; the build-only ones, which would let a compromised govmm
+// add vCPUs, remap guest memory or rewrite the MSR filter, are refused),
+// and the terminal's mode, restored when console input ends.
+func RunningIoctls() []kvm.Ioctl {
+	var out []kvm.Ioctl
+	for _, i := range kvm.Ioctls {
+		if i.Running {
+			out = append(out, i)
+		}
+	}
+	return append(out,
+		kvm.Ioctl{Name: "TCGETS", Request: unix.TCGETS, Running: true, Why: "the terminal's mode, read as console input ends"},
+		kvm.Ioctl{Name: "TCSETS", Request: unix.TCSETS, Running: true, Why: "the terminal's mode, restored as console input ends"})
 }
