@@ -51,6 +51,10 @@ const (
 	CauseMMIOIOAPICOther
 	CauseMMIOIOMMURead
 	CauseMMIOIOMMUWrite
+	// CauseMMIOEarlyCon: the early console's page (devices.EarlyCon): a
+	// write KVM's coalesced ring had no room for, or any access where the
+	// host cannot coalesce.
+	CauseMMIOEarlyCon
 	CauseMMIOOther
 	// PCI (package pci): configuration space through 0xCF8/0xCFC and ECAM,
 	// MSI-X table and PBA accesses, any other BAR register; virtio's
@@ -120,6 +124,7 @@ var fixedCauses = [NumCauses]struct {
 	CauseMMIOIOAPICOther:       {"mmio_ioapic_other", ClassIOAPIC},
 	CauseMMIOIOMMURead:         {"mmio_iommu_read", ClassIOMMU},
 	CauseMMIOIOMMUWrite:        {"mmio_iommu_write", ClassIOMMU},
+	CauseMMIOEarlyCon:          {"mmio_early_console", ClassOther},
 	CauseMMIOOther:             {"mmio_other", ClassOther},
 	CausePIOPCIConfig:          {"pio_pci_config", ClassPCI},
 	CauseMMIOPCIConfig:         {"mmio_pci_config", ClassPCI},

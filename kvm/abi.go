@@ -55,6 +55,8 @@ const (
 	CapMaxVCPUID         = 128
 	CapX86UserSpaceMSR   = 188
 	CapX86MSRFilter      = 189
+	CapCoalescedMMIO     = 15 // its value: the ring's page offset in a vCPU's mapping
+	CapReadOnlyMem       = 81
 	CapBinaryStatsFD     = 203
 	CapGetTSCKHz         = 61
 	CapVCPUEvents        = 41
@@ -215,6 +217,38 @@ type UserspaceMemoryRegion struct {
 	MemorySize    uint64
 	UserspaceAddr uint64
 }
+
+// MemReadOnly is KVM_MEM_READONLY: the guest reads the slot's memory,
+// its writes exit as MMIO (and may be coalesced).
+const MemReadOnly = 1 << 1
+
+// CoalescedZone is struct kvm_coalesced_mmio_zone: an MMIO (or, with PIO
+// set, port) range whose writes KVM queues in the coalesced ring instead
+// of exiting.
+type CoalescedZone struct {
+	Addr uint64
+	Size uint32
+	PIO  uint32
+}
+
+// CoalescedWrite is struct kvm_coalesced_mmio: one write KVM queued.
+type CoalescedWrite struct {
+	PhysAddr uint64
+	Len      uint32
+	PIO      uint32
+	Data     [8]byte
+}
+
+// coalescedRingHead is the head of struct kvm_coalesced_mmio_ring: first
+// is user space's (the next entry to consume), last KVM's (the next it
+// fills); the entries follow.
+type coalescedRingHead struct {
+	First, Last uint32
+}
+
+// CoalescedRingEntries is KVM_COALESCED_MMIO_MAX: the entries of the
+// ring's one page.
+const CoalescedRingEntries = (4096 - 8) / 24
 
 // EnableCap is struct kvm_enable_cap.
 type EnableCap struct {

@@ -49,6 +49,7 @@ var (
 	kvmSetXCRs             = iow(0xa7, 392)
 	kvmGetXSAVE2           = ior(0xcf, 4096)
 	kvmSetDebugRegs        = iow(0xa2, 128)
+	kvmRegisterCoalesced   = iow(0x67, 16)
 )
 
 // Ioctl is one of the KVM request numbers above, by its <linux/kvm.h> name,
@@ -103,6 +104,7 @@ var Ioctls = []Ioctl{
 	{"KVM_SET_CPUID2", kvmSetCPUID2, false, "building the vCPUs"},
 	{"KVM_ENABLE_CAP", kvmEnableCap, false, "building the VM (user-space MSRs, the PMU off)"},
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
+	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
 }
 
 // IoctlNamed is the request number of name, from Ioctls; ok is false for

@@ -1,6 +1,7 @@
 package linuxguest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,9 +42,17 @@ func TestVMConfigConsole(t *testing.T) {
 		}
 		args := " " + cfg.Cmdline + " "
 		if cfg.VirtioConsole != govmm || !strings.Contains(args, " "+want+" ") || strings.Contains(args, " "+not+" ") ||
-			!strings.Contains(args, " earlyprintk=serial,ttyS0 ") {
+			!strings.Contains(args, " "+EarlyConsole+" ") {
 			t.Errorf("govmm kernel %v: virtio console %v, command line %q", govmm, cfg.VirtioConsole, cfg.Cmdline)
 		}
+	}
+}
+
+// TestEarlyConsoleAddress: the command line's early console is where the
+// VM puts it.
+func TestEarlyConsoleAddress(t *testing.T) {
+	if want := fmt.Sprintf("earlycon=uart8250,mmio32,%#x", vmm.EarlyConBase); EarlyConsole != want {
+		t.Errorf("EarlyConsole %q, want %q", EarlyConsole, want)
 	}
 }
 

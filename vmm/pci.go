@@ -90,7 +90,7 @@ func (vm *VM) setupPCI(pm *devices.ACPIPM) error {
 	}
 	vm.pci = p
 	if vm.cfg.VirtioConsole {
-		p.console = console.New(vm.cfg.Console)
+		p.console = console.New(vm.console)
 		if err := vm.addVirtio("virtio-console", p.console, 0x078000, []string{"config", "receiveq", "transmitq"}); err != nil {
 			return err
 		}

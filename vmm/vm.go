@@ -52,6 +52,11 @@ type VM struct {
 	plat   *platform
 	pv     pvUnits
 	serial *devices.Serial
+	// early is the early console (earlycon.go); console is what every
+	// other console device writes to: cfg.Console after the early
+	// console's queued bytes. Set in New.
+	early   *earlyConsole
+	console io.Writer
 	fwcfg  *devices.FwCfg // gets the exit bus map once the bus is complete (New)
 	// pci is the PCI bus and its virtio devices; nil when the
 	// configuration asks for no PCI device (Config.wantsPCI).
@@ -173,6 +178,9 @@ func New(cfg Config) (vm *VM, err error) {
 		w.WatchAccounting(vm.acct)
 	}
 	if err = vm.createVCPUs(boot); err != nil {
+		return nil, err
+	}
+	if err = vm.setupEarlyCon(uint32(len(vm.mem.Regions))); err != nil {
 		return nil, err
 	}
 	if err = vm.setupDevices(); err != nil {
@@ -340,7 +348,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 }
 
 func (vm *VM) setupDevices() error {
-	vm.serial = devices.NewSerial(vm.cfg.Console)
+	vm.serial = devices.NewSerial(vm.console)
 	vm.fwcfg = devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize)
 	vm.serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
 	return vm.registerPorts([]portDevice{
@@ -411,6 +419,8 @@ func (vm *VM) Run(timeout time.Duration) Result {
 			go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
 		}
 	}
+	drained := make(chan struct{})
+	go func() { vm.early.drainUntil(vm.done); close(drained) }()
 	loops := make([]<-chan struct{}, len(vm.cpus))
 	for i, c := range vm.cpus {
 		done := make(chan struct{})
@@ -441,6 +451,8 @@ func (vm *VM) Run(timeout time.Duration) Result {
 			c.Notify()
 		}
 	}, StopGrace)
+	<-drained
+	vm.early.drain() // what the vCPUs queued as they stopped
 	res := Result{Status: vm.status, How: vm.how, Err: vm.err, Duration: time.Since(start)}
 	if len(stuck) > 0 {
 		vm.abandoned = true
@@ -564,6 +576,7 @@ func (vm *VM) Close() {
 	if vm.mem != nil {
 		vm.mem.Close()
 	}
+	vm.early.release()
 	vm.sys.Close()
 }
 
