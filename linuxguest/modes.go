@@ -48,7 +48,7 @@ const BaseCmdline = EarlyConsole + " panic=-1 nowatchdog reboot=acpi"
 // registers. Where the host has read-only slots and coalesced MMIO it
 // costs about one exit per 170 bytes; on COM1 (earlyprintk=serial) each
 // byte cost two, 30,000 exits to the shell.
-const EarlyConsole = "earlycon=uart8250,mmio32,0xfe000000"
+const EarlyConsole = "earlycon=uart8250,mmio32,0xfd000000"
 
 // The guest's console. govmm's kernel has virtio-console built in: once
 // its driver is up the kernel's messages and the shell move from the

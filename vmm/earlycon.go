@@ -18,7 +18,7 @@ import (
 // (0xE0000000), the IOAPIC, the remapping unit and the LAPIC (0xFEC00000
 // up). A Linux guest prints there with `earlycon=uart8250,mmio32,` and
 // this address (linuxguest.EarlyConsole).
-const EarlyConBase = 0xFE000000
+const EarlyConBase = 0xFD000000
 
 // earlyConDrainEvery bounds how long a byte can wait in KVM's ring while
 // no vCPU exits and no other console output comes: the boot milestones
