@@ -78,6 +78,20 @@ func (vm *VM) setupEarlyCon(slot uint32) error {
 	return nil
 }
 
+// EarlyConsoleCoalesced says whether the early console's writes queue in
+// KVM's ring (a read-only slot and a coalesced zone on this host) rather
+// than exiting one by one.
+func (vm *VM) EarlyConsoleCoalesced() bool { return vm.early != nil && vm.early.fast }
+
+// EarlyConsoleBytes is how many bytes the guest printed on the early
+// console.
+func (vm *VM) EarlyConsoleBytes() uint64 {
+	if vm.early == nil {
+		return 0
+	}
+	return vm.early.dev.Bytes()
+}
+
 // access serves an exit on the page: the queued writes first, then this
 // access, in the guest's order.
 func (e *earlyConsole) access(a *exitbus.Access) error {
