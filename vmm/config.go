@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -97,6 +98,11 @@ type Config struct {
 	// own (its bytes are dropped).
 	ConsoleInput io.Reader
 	KVMPath      string // default /dev/kvm
+	// Log is where the VM reports what it recovered from or gave up on
+	// (a host feature it went without, vCPUs abandoned, the watchdog's
+	// goroutine dump); nil: slog's default logger. Never the guest's
+	// console.
+	Log *slog.Logger
 	// KernelPath is where Kernel was read from: a Multiboot kernel's
 	// command line starts with it, as QEMU builds it ("KERNEL ARGS"), so a
 	// test kernel that reads argv[0] finds its arguments after it. Empty:

@@ -2,7 +2,6 @@ package vmm
 
 import (
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/govmm/govmm/accounting"
@@ -240,7 +239,7 @@ func (vm *VM) setNotifyFDs(vf *virtioFunction, base uint64, deassign bool) bool 
 	for q := range vf.t.NumQueues() {
 		if err := vm.kvm.SetIOEventFD(event(q, flags)); err != nil {
 			if !deassign {
-				fmt.Fprintf(os.Stderr, "govmm: %s: queue notifies will exit to user space: %v\n", vf.name, err)
+				vm.log().Warn(vf.name+": queue notifies will exit to user space", "err", err)
 				for r := range q {
 					vm.kvm.SetIOEventFD(event(r, kvm.IOEventFDFlagDeassign))
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ type VM struct {
 	// console's queued bytes. Set in New.
 	early   *earlyConsole
 	console io.Writer
-	fwcfg  *devices.FwCfg // gets the exit bus map once the bus is complete (New)
+	fwcfg   *devices.FwCfg // gets the exit bus map once the bus is complete (New)
 	// pci is the PCI bus and its virtio devices; nil when the
 	// configuration asks for no PCI device (Config.wantsPCI).
 	pci *pciDevices
@@ -255,7 +256,7 @@ func (vm *VM) loadKernel() (*vcpu.EntryState, error) {
 	if errors.Is(err, loader.ErrUnsupportedPayload) {
 		// A payload govmm cannot decompress (LZO, say): the bzImage's own
 		// decompressor can, only slower where KVM interprets guest code.
-		fmt.Fprintf(os.Stderr, "govmm: %v: running the bzImage's own decompressor instead\n", err)
+		vm.log().Warn(err.Error() + ": running the bzImage's own decompressor instead")
 		opt.Decompress = false
 		l, err = loader.LoadLinux(vm.mem, vm.cfg.Kernel, opt)
 	}
@@ -457,8 +458,10 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	if len(stuck) > 0 {
 		vm.abandoned = true
 		for _, i := range stuck {
-			fmt.Fprintf(os.Stderr, "govmm: vCPU %d (%s) did not leave the guest within %v after the VM stopped; its state:\n", i, vm.cpus[i].State(), StopGrace)
-			vm.cpus[i].DumpNow(os.Stderr)
+			var dump strings.Builder
+			vm.cpus[i].DumpNow(&dump)
+			vm.log().Error(fmt.Sprintf("vCPU %d (%s) did not leave the guest within %v after the VM stopped", i, vm.cpus[i].State(), StopGrace),
+				"state", dump.String())
 		}
 		why := "the VM stopped"
 		if vm.err != nil {

@@ -3,7 +3,6 @@ package vmm
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 
@@ -158,7 +157,7 @@ func (vm *VM) watch(limit time.Duration) {
 			if errors.Is(err, ErrStuck) {
 				buf := make([]byte, 1<<20)
 				buf = buf[:runtime.Stack(buf, true)]
-				fmt.Fprintf(os.Stderr, "govmm: %v; every goroutine:\n%s\n", err, buf)
+				vm.log().Error(err.Error(), "goroutines", string(buf))
 			}
 			vm.stop("watchdog", -1, err)
 			return

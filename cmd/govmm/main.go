@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 )
 
@@ -21,6 +22,8 @@ import (
 const exitError = 2
 
 func main() {
+	// What the library packages report (log/slog) reads as govmm's own lines.
+	slog.SetDefault(slog.New(newLineHandler(os.Stderr)))
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
