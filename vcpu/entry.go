@@ -1,3 +1,6 @@
+// This file holds the boot register state: EntryState, which a boot
+// protocol hands the BSP, and the segment set-ups it uses.
+
 package vcpu
 
 import (

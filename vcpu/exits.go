@@ -1,3 +1,6 @@
+// This file holds exit dispatch: each KVM exit reason to its handler,
+// PIO, MMIO and MSR exits to the exit bus, and each exit counted by cause.
+
 package vcpu
 
 import (

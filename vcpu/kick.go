@@ -1,3 +1,6 @@
+// This file holds the kick protocol: Notify from any thread, the kick
+// signal that ends KVM_RUN, and whether a kick brought work.
+
 package vcpu
 
 import (
@@ -6,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/accounting"
 )
 
 // kickSignal interrupts KVM_RUN on a vCPU thread. Go's runtime must have a
@@ -82,4 +87,17 @@ func (v *VCPU) wakeUp() {
 	case v.wake <- struct{}{}:
 	default:
 	}
+}
+
+// kickCause tells a kick that brought work (an interrupt, NMI, INIT or
+// SIPI to act on, or the VM's end) from one that raced an exit and found
+// nothing: the kick protocol can cost at most one such spurious exit.
+// A PV EOI the guest has done is completed first, as prepareEntry will:
+// until then its vector still holds PPR up and would hide the new one.
+func (v *VCPU) kickCause() accounting.Cause {
+	if p := v.look(); p.Work() || v.stopped() {
+		v.charge(p.Fixed, p.Vector, accounting.ChargeKick)
+		return accounting.CauseKick
+	}
+	return accounting.CauseKickSpurious
 }
