@@ -1,13 +1,11 @@
 // This file holds INIT and SIPI: completing the last exit before INIT,
-// and an AP's (or an INITed CPU's) wait for its Startup IPI.
+// turning off KVM's own PV features as INIT does, an AP's (or an INITed
+// CPU's) wait for its Startup IPI and the real-mode state SIPI starts it in.
 
 package vcpu
 
 import (
-	"errors"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -41,7 +39,7 @@ func (v *VCPU) completeExit() error {
 		err := v.kvm.Run()
 		v.afterRun() // a kick that came meanwhile is seen by the look that follows INIT
 		if err != nil {
-			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			if endedWithoutExit(err) {
 				v.log.add(evINIT, uint32(i), run.Sync.Regs.RIP)
 				break
 			}
@@ -102,4 +100,72 @@ func (v *VCPU) waitSIPI() error {
 			return errStop
 		}
 	}
+}
+
+// startAt puts the vCPU where a Startup IPI with vector vec sends it: real
+// mode, CS = vec << 8, IP = 0 (SDM 8.4.4.1); everything else as after INIT,
+// as KVM's own INIT leaves it (kvm_vcpu_reset with init_event): general
+// registers zero but RDX, the processor signature sig; CR0.CD and CR0.NW
+// kept (set at RESET, preserved by INIT); CR2, CR3, CR4 and EFER zero;
+// DR0-DR3 zero, DR6 and DR7 at their reset values. Register edits an exit
+// handler left for the next KVM_RUN to load (sync regs marked dirty)
+// belong to the state INIT discarded: they are dropped, and the sync
+// copies show the new state.
+func startAt(c Hardware, vec uint8, sig uint32) error {
+	run := c.RunData()
+	run.DirtyRegs = 0
+	s, err := c.Sregs()
+	if err != nil {
+		return err
+	}
+	seg := func(sel uint16, typ uint8) kvm.Segment {
+		return kvm.Segment{Base: uint64(sel) << 4, Limit: 0xFFFF, Selector: sel, Type: typ, Present: 1, S: 1}
+	}
+	s.CS = seg(uint16(vec)<<8, 0xB)
+	s.DS, s.ES, s.FS, s.GS, s.SS = seg(0, 3), seg(0, 3), seg(0, 3), seg(0, 3), seg(0, 3)
+	s.TR = kvm.Segment{Limit: 0xFFFF, Type: 0xB, Present: 1}
+	s.LDT = kvm.Segment{Limit: 0xFFFF, Type: 0x2, Present: 1}
+	s.GDT = kvm.DTable{Limit: 0xFFFF}
+	s.IDT = kvm.DTable{Limit: 0xFFFF}
+	const cr0ET, cr0CDNW = 0x10, 0x60000000
+	s.CR0, s.CR2, s.CR3, s.CR4, s.EFER = cr0ET|s.CR0&cr0CDNW, 0, 0, 0, 0
+	s.InterruptBitmap = [4]uint64{} // nothing of before INIT is re-queued
+	if err := c.SetSregs(s); err != nil {
+		return err
+	}
+	r := kvm.Regs{RFLAGS: 2, RIP: 0, RDX: uint64(sig)}
+	if err := c.SetRegs(r); err != nil {
+		return err
+	}
+	if err := c.SetDebugRegs(kvm.DebugRegs{DR6: kvm.DR6Init, DR7: kvm.DR7Init}); err != nil {
+		return err
+	}
+	run.Sync.Regs, run.Sync.Sregs = r, s
+	return nil
+}
+
+// kvmPVMemoryMSRs are the MSRs of KVM's own paravirtual features that
+// make KVM write into guest memory: kvmclock (both MSR_KVM_SYSTEM_TIME
+// numbers), async page faults (MSR_KVM_ASYNC_PF_EN, _INT) and steal time
+// (MSR_KVM_STEAL_TIME). KVM serves them in the kernel whether or not govmm
+// has an APIC of its own.
+var kvmPVMemoryMSRs = [...]uint32{0x12, 0x4B564D01, 0x4B564D02, 0x4B564D06, 0x4B564D03}
+
+// disableKVMPV turns those features off at INIT, as KVM's own INIT does
+// (kvm_vcpu_reset: kvmclock_reset, apf.msr_en_val, apf.msr_int_val and
+// st.msr_val to 0). KVM never sees govmm's INIT: left on, kvmclock would
+// go on updating a page the restarted CPU's new life may use for
+// something else. Only a feature the guest turned on is written (KVM
+// refuses some of these MSRs outright where the feature is unavailable,
+// e.g. async PF without an in-kernel APIC).
+func disableKVMPV(c Hardware) error {
+	for _, m := range kvmPVMemoryMSRs {
+		if v, err := c.GetMSR(m); err != nil || v == 0 {
+			continue
+		}
+		if err := c.SetMSR(m, 0); err != nil {
+			return fmt.Errorf("INIT: cannot turn off KVM's PV MSR %#x: %w", m, err)
+		}
+	}
+	return nil
 }

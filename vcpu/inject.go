@@ -18,10 +18,7 @@ import (
 // The events in the value are all the latched ones (v.events).
 func (v *VCPU) look() vlapic.Pending {
 	v.pveoi.Sync()
-	p := v.lapic.TakePending()
-	v.latch(p.Events)
-	p.Events = v.events
-	return p
+	return v.latchPending(v.lapic.TakePending())
 }
 
 // enter is look with the timer's tick, CR8 and the timer's deadline, in
@@ -32,10 +29,15 @@ func (v *VCPU) look() vlapic.Pending {
 func (v *VCPU) enter() (vlapic.Pending, vlapic.Entry) {
 	v.pveoi.Sync()
 	e := v.lapic.Enter()
-	v.latch(e.Events)
-	p := e.Pending
+	return v.latchPending(e.Pending), e
+}
+
+// latchPending latches the events of p, taken from the LAPIC, and returns
+// p with all the latched ones (v.events): what look and enter return.
+func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
+	v.latch(p.Events)
 	p.Events = v.events
-	return p, e
+	return p
 }
 
 // prepareEntry acts on latched INIT/SIPI/NMI and injects the highest

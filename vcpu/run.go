@@ -63,7 +63,7 @@ func (v *VCPU) Run() error {
 		v.syncCR8(run)
 		v.maybeDump(run)
 		if err != nil {
-			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			if endedWithoutExit(err) {
 				v.log.add(evKick, 0, run.Sync.Regs.RIP)
 				v.acct.Exit(v.kickCause())
 				continue
@@ -77,6 +77,13 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 	}
+}
+
+// endedWithoutExit says whether KVM_RUN's error is no exit of the guest's:
+// EINTR, the kick signal or immediate_exit ended it; EAGAIN, KVM asked to
+// be called again. Either way the loop looks at the LAPIC and goes on.
+func endedWithoutExit(err error) bool {
+	return errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)
 }
 
 // errStop ends the loop quietly (the VM is ending).

@@ -44,16 +44,8 @@ func (a *LAPIC) PendingVector() (uint8, bool) {
 // Acknowledge is the INTA cycle: it moves the pending vector from IRR to ISR
 // and returns it. The VMM calls it when it injects the vector.
 func (a *LAPIC) Acknowledge() (uint8, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	v, ok := a.pendingLocked()
-	if ok {
-		a.irr.clear(v)
-		a.isr.set(v)
-		a.updatePPRLocked()
-		a.stampInjectedLocked(v)
-	}
-	return v, ok
+	k := a.AcknowledgePV()
+	return k.Vector, k.OK
 }
 
 // Ack is what an acknowledgement (AcknowledgePV) tells the CPU's loop:
