@@ -32,7 +32,10 @@
 // always finds it.
 package vlapic
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrGP is returned by register accesses that the architecture answers with a
 // general-protection fault (#GP(0)): reserved bits in an x2APIC MSR write, a
@@ -225,6 +228,34 @@ const (
 	RegTimerDCR   Register = 0x3E // divide configuration
 	RegSelfIPI    Register = 0x3F // x2APIC only
 )
+
+// registerNames are the registers' names in exit causes, tables and
+// metrics (accounting's causes are named by them); unnamed ones print as
+// regXX.
+var registerNames = map[Register]string{
+	RegID: "id", RegVersion: "version", RegTPR: "tpr", RegAPR: "apr", RegPPR: "ppr", RegEOI: "eoi",
+	RegRRD: "rrd", RegLDR: "ldr", RegDFR: "dfr", RegSVR: "svr", RegESR: "esr", RegLVTCMCI: "lvt_cmci",
+	RegICR: "icr", RegICR2: "icr2", RegLVTTimer: "lvt_timer", RegLVTThermal: "lvt_thermal", RegLVTPerf: "lvt_perf",
+	RegLVTLINT0: "lvt_lint0", RegLVTLINT1: "lvt_lint1", RegLVTError: "lvt_error", RegTimerICR: "timer_icr",
+	RegTimerCCR: "timer_ccr", RegTimerDCR: "timer_dcr", RegSelfIPI: "self_ipi",
+}
+
+// String names the register: isrN, tmrN and irrN for the eight words of
+// ISR, TMR and IRR, the name in registerNames, else regXX.
+func (r Register) String() string {
+	switch {
+	case r >= RegISR0 && r < RegISR0+8:
+		return fmt.Sprintf("isr%d", r-RegISR0)
+	case r >= RegTMR0 && r < RegTMR0+8:
+		return fmt.Sprintf("tmr%d", r-RegTMR0)
+	case r >= RegIRR0 && r < RegIRR0+8:
+		return fmt.Sprintf("irr%d", r-RegIRR0)
+	}
+	if n, ok := registerNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("reg%02x", uint16(r))
+}
 
 // RegisterOfOffset names the register at an offset into the xAPIC page.
 func RegisterOfOffset(off uint64) Register { return Register((off & 0xFFF) >> 4) }
