@@ -41,7 +41,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		}
 	case kvm.ExitIRQWindowOpen:
 		v.acct.Exit(accounting.CauseIRQWindow)
-		v.charge(v.windowFor >= 0, uint8(v.windowFor), accounting.ChargeWindow)
+		v.exitFor(v.windowFor >= 0, uint8(v.windowFor), vlapic.ExitWindow)
 	case kvm.ExitIntr:
 		v.acct.Exit(v.kickCause())
 	case kvm.ExitSetTPR:

@@ -6,7 +6,6 @@ package vcpu
 import (
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -24,23 +23,9 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
 	if woke {
 		v.acct.Wakeups.Add(1)
-		v.charge(p.Fixed && ifFlag, p.Vector, accounting.ChargeHLT) // the HLT exit was the IPI's
+		v.exitFor(p.Fixed && ifFlag, p.Vector, vlapic.ExitHLT) // the HLT exit was the interrupt's
 	}
 	return woke
-}
-
-// charge counts an exit of this vCPU, made for vector vec (if fixed),
-// to the interrupt that requested it: the vector's latency tag, while it
-// waits unacknowledged, is the IPI's accounting kind or DeviceMSI for a
-// device's MSI (vmm/latency.go). A vector nothing stamped (a timer's, the
-// IOAPIC's) charges nothing.
-func (v *VCPU) charge(fixed bool, vec uint8, why accounting.ChargeReason) {
-	if !fixed {
-		return
-	}
-	if tag, ok := v.lapic.PendingTag(vec); ok {
-		v.acct.Charge(tag, why)
-	}
 }
 
 // waitWake is halt's wait: look, poll once, then sleep until woken and

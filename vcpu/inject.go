@@ -91,7 +91,7 @@ func (v *VCPU) prepareEntry() error {
 				return fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
 			}
 			injected = int(ack.Vector)
-			v.acct.Inject(ack.Vector)
+			v.obs.Injected(v.id, ack.Vector)
 			v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
 			if ack.PVEOI {
 				v.pveoi.Offer()
@@ -163,4 +163,13 @@ func queuedBitmap(atExit [4]uint64, injected int) [4]uint64 {
 	var b [4]uint64
 	b[injected/64] = 1 << (injected % 64)
 	return b
+}
+
+// exitFor tells the observer that this vCPU's exit, for why, was made for
+// vector vec (if fixed), which waits for it unacknowledged: an exit an
+// interrupt cost its receiver.
+func (v *VCPU) exitFor(fixed bool, vec uint8, why vlapic.ExitReason) {
+	if fixed {
+		v.obs.ExitFor(v.id, vec, why)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/vlapic"
 )
 
 // kickSignal interrupts KVM_RUN on a vCPU thread. Go's runtime must have a
@@ -96,7 +97,7 @@ func (v *VCPU) wakeUp() {
 // until then its vector still holds PPR up and would hide the new one.
 func (v *VCPU) kickCause() accounting.Cause {
 	if p := v.look(); p.Work() || v.stopped() {
-		v.charge(p.Fixed, p.Vector, accounting.ChargeKick)
+		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
 		return accounting.CauseKick
 	}
 	return accounting.CauseKickSpurious

@@ -41,6 +41,6 @@ func (v *VCPU) WithdrawInjection() error {
 	}
 	v.pveoi.Retract()
 	v.lapic.Unacknowledge(vec)
-	v.acct.Withdraw(vec)
+	v.obs.Withdrawn(v.id, vec)
 	return nil
 }

@@ -23,9 +23,13 @@ import (
 // Config wires a vCPU to the rest of the VM.
 type Config struct {
 	// KVM is the virtual CPU the loop drives (a *kvm.VCPU).
-	KVM   Hardware
+	KVM Hardware
+	// LAPIC is the vCPU's own; its observer (vlapic.LAPIC.Observer) is
+	// told of injections and of the exits made for an interrupt.
 	LAPIC *vlapic.LAPIC
-	Acct  *accounting.VCPU
+	// Acct counts the vCPU's exits by cause, its kicks, wake-ups and halt
+	// polls.
+	Acct *accounting.VCPU
 	// Bus serves the vCPU's PIO, MMIO and MSR exits (read-only once the
 	// vCPU runs).
 	Bus   *exitbus.Bus
@@ -66,6 +70,7 @@ type VCPU struct {
 	id    int
 	kvm   Hardware
 	lapic *vlapic.LAPIC
+	obs   vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
 	acct  *accounting.VCPU
 	bus   *exitbus.Bus
 	acc   exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
@@ -116,7 +121,7 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, acct: c.Acct, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, obs: c.LAPIC.Observer(), acct: c.Acct, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}

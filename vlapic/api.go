@@ -122,9 +122,9 @@ type Message struct {
 	Shorthand Shorthand
 	Dest      uint32
 	Source    int // index of the sending CPU for shorthands; -1 for devices
-	// Stamp is the time the IPI was sent and its latency tag, for the
-	// Bus's LatencyObserver (latency.go); 0: not measured.
-	Stamp Stamp
+	// Trace is the Observer's mark on the interrupt (observe.go), handed
+	// back when a target accepts it; 0: none.
+	Trace Trace
 }
 
 // Sink is told, with no APIC lock held, that cpu's LAPIC has something new
@@ -160,8 +160,9 @@ type Options struct {
 	// lowest-priority edge interrupts are posted to the target's IRR
 	// backing page without taking its lock. false is the plain path.
 	AVIC bool
-	// Latency, if set, observes the latency of every IPI (latency.go).
-	Latency LatencyObserver
+	// Observer, if set, is told what happens to every interrupt
+	// (observe.go); nil is NopObserver.
+	Observer Observer
 }
 
 // Events are the non-vectored things a LAPIC has latched for its vCPU.
@@ -183,16 +184,13 @@ type Events struct {
 // never be delivered (one in service blocks NMIs, one more is latched).
 const MaxLatchedNMIs = 2
 
-// Effect tells the caller of a register write what it caused, for exit
-// accounting: an ICR (or SELF_IPI) write sent Msg to Targets CPUs.
+// Effect tells the caller of a register write what it caused: an ICR (or
+// SELF_IPI) write sent Msg to Targets CPUs.
 type Effect struct {
 	Register Register
 	IPI      bool
 	Msg      Message
 	Targets  int
-	// Ended is the latency stamp of the IPI an EOI write ended (0: none,
-	// or not an IPI): its tag names the IPI the EOI exit was for.
-	Ended Stamp
 }
 
 // Register names an APIC register by its xAPIC offset >> 4 (the x2APIC MSR

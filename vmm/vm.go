@@ -45,6 +45,9 @@ type VM struct {
 	cpus  []*vcpu.VCPU
 	kvcpu []*kvm.VCPU
 	acct  *accounting.VM
+	// obs is the LAPICs' and vCPUs' observer, counting into acct; it
+	// traces the PV send-IPI's and the devices' interrupts too.
+	obs   *accounting.Observer
 	clock *hostClock
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
@@ -281,12 +284,13 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
+	vm.obs = accounting.NewObserver(vm.acct, vm.clock)
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
-		Latency: ipiLatency{&vm.acct.Latency}})
-	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
+		Observer: vm.obs})
+	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.obs, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
-	if err := vm.registerLAPICs(&vm.bus); err != nil {
+	if err := (lapicRanges{vm.apics}).register(&vm.bus); err != nil {
 		return err
 	}
 	if err := vm.plat.register(&vm.bus); err != nil {
