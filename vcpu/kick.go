@@ -59,6 +59,13 @@ func (v *VCPU) Notify() {
 	}
 }
 
+// Set is a VM's vCPUs by index: the LAPICs' vlapic.Sink, which turns
+// "this LAPIC has something new" into that vCPU's kick or wake-up.
+type Set []*VCPU
+
+// Notify is vCPU cpu's Notify.
+func (s Set) Notify(cpu int) { s[cpu].Notify() }
+
 // kick signals the vCPU thread. tgkill fails with EAGAIN when the kernel
 // is short of signal queue entries for a moment: then it is tried again, a
 // bounded number of times (Notify must not block). Any other failure is

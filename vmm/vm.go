@@ -285,7 +285,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return err
 	}
 	vm.obs = accounting.NewObserver(vm.acct, vm.clock)
-	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
+	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
+	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
 		Observer: vm.obs})
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.obs, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
@@ -309,7 +310,6 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 	}
-	vm.cpus = make([]*vcpu.VCPU, n)
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
 	syms := sync.OnceValue(func() *ksyms.Table {
@@ -369,10 +369,6 @@ func (vm *VM) registerPorts(ports []portDevice) error {
 // serves it.
 func (vm *VM) Map() []exitbus.Entry { return vm.bus.Map() }
 
-// sink turns "this LAPIC has something new" into a kick or wake-up.
-type sink struct{ vm *VM }
-
-func (s sink) Notify(cpu int) { s.vm.cpus[cpu].Notify() }
 
 // Stop ends a running VM from outside the guest (the user quit, a signal):
 // Run returns with Result.How set to how, Status -1 and no error. Safe to
