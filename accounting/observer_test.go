@@ -42,13 +42,9 @@ func sameList(t *testing.T, what string, got []string, want ...string) {
 	}
 }
 
-// observedBus is two x2APIC LAPICs observed by an Observer whose latencies
-// go to the returned recorder.
-func observedBus(t *testing.T, avic bool) (*vlapic.Bus, *Observer, *stepClock, *latRec) {
+// x2apicBus is two enabled x2APIC LAPICs observed by o.
+func x2apicBus(t *testing.T, c vlapic.Clock, avic bool, o *Observer) *vlapic.Bus {
 	t.Helper()
-	c, r := &stepClock{}, &latRec{}
-	o := NewObserver(NewVM(2), c)
-	o.observe = r.observe
 	b := vlapic.NewBus(2, c, nil, vlapic.Options{X2APIC: true, AVIC: avic, Observer: o})
 	for i := range 2 {
 		a := b.LAPIC(i)
@@ -59,7 +55,17 @@ func observedBus(t *testing.T, avic bool) (*vlapic.Bus, *Observer, *stepClock, *
 			t.Fatal(err)
 		}
 	}
-	return b, o, c, r
+	return b
+}
+
+// observedBus is x2apicBus observed by an Observer whose latencies go to
+// the returned recorder.
+func observedBus(t *testing.T, avic bool) (*vlapic.Bus, *Observer, *stepClock, *latRec) {
+	t.Helper()
+	c, r := &stepClock{}, &latRec{}
+	o := NewObserver(NewVM(2), c)
+	o.observe = r.observe
+	return x2apicBus(t, c, avic, o), o, c, r
 }
 
 func icr(t *testing.T, a *vlapic.LAPIC, v uint64) {
@@ -140,16 +146,7 @@ func TestObserverCounts(t *testing.T) {
 	c := &stepClock{}
 	vm := NewVM(2)
 	o := NewObserver(vm, c)
-	b := vlapic.NewBus(2, c, nil, vlapic.Options{X2APIC: true, Observer: o})
-	for i := range 2 {
-		a := b.LAPIC(i)
-		if err := a.SetBase(a.Base() | vlapic.BaseEXTD); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.WriteMSR(vlapic.MSRX2APICFirst+uint32(vlapic.RegSVR), 0x1FF); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := x2apicBus(t, c, false, o)
 	icr(t, b.LAPIC(0), 1<<32|0x51)
 	o.ExitFor(1, 0x51, vlapic.ExitKick)
 	o.ExitFor(1, 0x40, vlapic.ExitHLT) // nothing traced requested 0x40

@@ -7,7 +7,9 @@
 // which CPU has something new to deliver; level-triggered EOIs are handed to
 // the EOIHandler (the IOAPIC); the timer reports its next deadline on the
 // injected Clock. The VMM (package vcpu) drives it from its exits and decides
-// how to inject, kick or wake.
+// how to inject, kick or wake. Whoever measures interrupts is told what
+// happens to each one through the Observer (observe.go); nothing here
+// depends on it.
 //
 // Model: Intel SDM vol. 3A ch. 11 (xAPIC) and ch. 11.12 (x2APIC), with
 // Linux's arch/x86/kvm/lapic.c as the reference for the details the SDM leaves
