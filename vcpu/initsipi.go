@@ -11,6 +11,31 @@ import (
 	"github.com/govmm/govmm/vlapic"
 )
 
+// takeINIT acts on a latched INIT before an entry: the last exit is
+// completed, PV EOI and the LAPIC are reset, KVM's own PV features turned
+// off, and the CPU waits for its SIPI. It returns what the LAPIC has for
+// the restarted CPU (look), with the timer and CR8 taken from the LAPIC
+// again, or errStop if the VM ended while it waited.
+func (v *VCPU) takeINIT() (vlapic.Pending, error) {
+	v.events.INIT = false
+	if err := v.completeExit(); err != nil {
+		return vlapic.Pending{}, err
+	}
+	v.pveoi.Reset()
+	v.lapic.InitReset()
+	if err := disableKVMPV(v.kvm); err != nil {
+		return vlapic.Pending{}, err
+	}
+	if err := v.waitSIPI(); err != nil {
+		return vlapic.Pending{}, err
+	}
+	v.state.Store(uint32(StateGuest))
+	p := v.look()
+	v.syncTimer()
+	v.cr8 = v.lapic.CR8()
+	return p, nil
+}
+
 // completeExit ends, before INIT, the exit the vCPU last took. KVM
 // finishes a user-space exit only at the start of the next KVM_RUN
 // (kvm_arch_vcpu_ioctl_run calls complete_userspace_io first: an IN's or

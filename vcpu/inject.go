@@ -52,22 +52,10 @@ func (v *VCPU) prepareEntry() error {
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
 	if v.events.INIT {
-		v.events.INIT = false
-		if err := v.completeExit(); err != nil {
+		var err error
+		if p, err = v.takeINIT(); err != nil {
 			return err
 		}
-		v.pveoi.Reset()
-		v.lapic.InitReset()
-		if err := disableKVMPV(v.kvm); err != nil {
-			return err
-		}
-		if err := v.waitSIPI(); err != nil {
-			return err
-		}
-		v.state.Store(uint32(StateGuest))
-		p = v.look()
-		v.syncTimer()
-		v.cr8 = v.lapic.CR8()
 	}
 	// Each NMI is one KVM_NMI: KVM queues them and keeps what the
 	// architecture can deliver (process_nmi). An NMI KVM refuses is an
