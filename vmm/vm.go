@@ -369,7 +369,6 @@ func (vm *VM) registerPorts(ports []portDevice) error {
 // serves it.
 func (vm *VM) Map() []exitbus.Entry { return vm.bus.Map() }
 
-
 // Stop ends a running VM from outside the guest (the user quit, a signal):
 // Run returns with Result.How set to how, Status -1 and no error. Safe to
 // call from any goroutine; only the first end of a VM counts.
