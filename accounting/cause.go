@@ -4,7 +4,11 @@
 // no allocation). Tables, JSON and later metrics are all derived from it.
 package accounting
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/govmm/govmm/vlapic"
+)
 
 // Cause is one reason a vCPU left KVM_RUN for govmm. Causes are dense small
 // integers so that a vCPU's counters are one array.
@@ -151,29 +155,8 @@ var fixedCauses = [NumCauses]struct {
 	CauseOther:                 {"other", ClassOther},
 }
 
-// APIC register names by index (offset >> 4); unnamed ones print as regXX.
-var apicRegNames = map[int]string{
-	0x02: "id", 0x03: "version", 0x08: "tpr", 0x09: "apr", 0x0A: "ppr", 0x0B: "eoi",
-	0x0C: "rrd", 0x0D: "ldr", 0x0E: "dfr", 0x0F: "svr", 0x28: "esr", 0x2F: "lvt_cmci",
-	0x30: "icr", 0x31: "icr2", 0x32: "lvt_timer", 0x33: "lvt_thermal", 0x34: "lvt_perf",
-	0x35: "lvt_lint0", 0x36: "lvt_lint1", 0x37: "lvt_error", 0x38: "timer_icr",
-	0x39: "timer_ccr", 0x3E: "timer_dcr", 0x3F: "self_ipi",
-}
-
-func apicRegName(r int) string {
-	switch {
-	case r >= 0x10 && r < 0x18:
-		return fmt.Sprintf("isr%d", r-0x10)
-	case r >= 0x18 && r < 0x20:
-		return fmt.Sprintf("tmr%d", r-0x18)
-	case r >= 0x20 && r < 0x28:
-		return fmt.Sprintf("irr%d", r-0x20)
-	}
-	if n, ok := apicRegNames[r]; ok {
-		return n
-	}
-	return fmt.Sprintf("reg%02x", r)
-}
+// apicRegName is register r's name as vlapic gives it (vlapic.Register).
+func apicRegName(r int) string { return vlapic.Register(r).String() }
 
 // String names the cause as it appears in tables, JSON and metrics.
 func (c Cause) String() string {

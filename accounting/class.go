@@ -1,6 +1,10 @@
 package accounting
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/govmm/govmm/vlapic"
+)
 
 // Class groups exit causes the way a person reads them: sending IPIs,
 // finishing interrupts, the rest of the LAPIC, devices, halts, kicks,
@@ -92,12 +96,12 @@ func (c Cause) class() (Class, bool) {
 
 // apicClass classifies an APIC register access by the register's index.
 func apicClass(reg int) Class {
-	switch reg {
-	case 0x30, 0x31:
+	switch vlapic.Register(reg) {
+	case vlapic.RegICR, vlapic.RegICR2:
 		return ClassICR
-	case 0x3F:
+	case vlapic.RegSelfIPI:
 		return ClassSelfIPI
-	case 0x0B:
+	case vlapic.RegEOI:
 		return ClassEOI
 	}
 	return ClassAPICOther

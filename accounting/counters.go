@@ -12,7 +12,7 @@ type VCPU struct {
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
 	// IPIRecvExits are this vCPU's exits that an IPI to it caused, by the
-	// IPI's destination kind (read from its latency stamp): the HLT exit
+	// IPI's destination kind (read from its trace, Observer): the HLT exit
 	// it woke, the kick or interrupt window it made, the EOI write that
 	// ended it.
 	IPIRecvExits [NumIPIKinds]atomic.Uint64
@@ -94,8 +94,8 @@ func (v *VCPU) Withdraw(vector uint8) {
 }
 
 // Charge counts one exit of this vCPU, made for the reason why, to the
-// interrupt with latency tag tag: an IPI's destination kind
-// (vmm/latency.go), counted by kind and by why, or DeviceMSI, by why; any
+// interrupt of kind tag (from its trace, Observer): an IPI's destination
+// kind, counted by kind and by why, or DeviceMSI, by why; any
 // other tag charges nothing.
 func (v *VCPU) Charge(tag uint8, why ChargeReason) {
 	switch {

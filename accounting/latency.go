@@ -11,7 +11,7 @@ import (
 
 // LatencyStage is a point on an IPI's way to a target at which govmm
 // observes its latency, from the exit of the sender that sent it (the
-// stages of vlapic.Stage, in its order).
+// stages Observer sees).
 type LatencyStage uint8
 
 const (

@@ -15,8 +15,8 @@ type VM struct {
 	// HaltPoll says how halted vCPUs poll before they sleep (e.g. "up to
 	// 200µs" or "off: 4 vCPUs, 2 host CPUs"); set once before they run.
 	HaltPoll string
-	// Latency is the IPI latency histograms (observed from the LAPICs'
-	// latency stamps, vlapic.LatencyObserver).
+	// Latency is the IPI latency histograms (counted by Observer, the
+	// LAPICs' vlapic.Observer).
 	Latency Latencies
 	// Devices are the PCI devices' interrupt counters, one per device
 	// with MSI-X; set before the vCPUs run, read-only from then on (the

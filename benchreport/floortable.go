@@ -69,8 +69,8 @@ func (t *FloorTable) WriteMarkdown(w io.Writer) {
 
 // WriteTable writes the Markdown table alone.
 func (t *FloorTable) WriteTable(w io.Writer) {
-	fmt.Fprintln(w, "| exit | govmm's cause | exits/loop | reps | floor cycles/exit | govmm cycles/exit | govmm / floor (median) | (best of each) |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
+	writeHeader(w, "llrrrrrr", "exit", "govmm's cause", "exits/loop", "reps", "floor cycles/exit", "govmm cycles/exit",
+		"govmm / floor (median)", "(best of each)")
 	for _, r := range t.Rows {
 		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.3f | %.3f |\n", r.Kind, r.Cause, r.Count, len(r.Floor),
 			r.FloorPerExit(), r.GovmmPerExit(), r.Ratio(), r.BestRatio())

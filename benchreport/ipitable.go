@@ -153,19 +153,14 @@ func (f *footnotes) mark(reason string) string {
 func (t *IPITable) WriteMatrix(w io.Writer) {
 	keys, rows, cols := t.lines()
 	var fn footnotes
-	fmt.Fprint(w, "| mode | delivery |")
+	head := []string{"mode", "delivery"}
 	for _, c := range cols {
-		if c == "unicast" {
-			fmt.Fprint(w, " unicast |")
-		} else {
-			fmt.Fprintf(w, " multicast %s |", c)
+		if c != "unicast" {
+			c = "multicast " + c
 		}
+		head = append(head, c)
 	}
-	fmt.Fprint(w, "\n|---|---|")
-	for range cols {
-		fmt.Fprint(w, "---:|")
-	}
-	fmt.Fprintln(w)
+	writeHeader(w, "ll"+strings.Repeat("r", len(cols)), head...)
 	for _, k := range keys {
 		rs := rows[k]
 		fmt.Fprintf(w, "| %s | %s |", rs[0].Mode, rs[0].Delivery)
@@ -219,8 +214,8 @@ func (t *IPITable) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "## Every case")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode | delivery | IPI | dests | vCPUs | IPIs | sends/IPI | deliveries | sender exits/IPI | min | receiver exits/delivery | min | receivers' exits/IPI | above the minimum because |")
-	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	writeHeader(w, "lllrrrrrrrrrrl", "mode", "delivery", "IPI", "dests", "vCPUs", "IPIs", "sends/IPI", "deliveries",
+		"sender exits/IPI", "min", "receiver exits/delivery", "min", "receivers' exits/IPI", "above the minimum because")
 	keys, rows, _ := t.lines()
 	for _, k := range keys {
 		for _, r := range rows[k] {

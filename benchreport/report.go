@@ -73,8 +73,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) {
 		if r.Section != sec {
 			sec = r.Section
 			fmt.Fprintf(w, "\n## Section %d: %s\n\n", r.Section, r.Kind)
-			fmt.Fprintln(w, "| mode | vCPUs | ops | exits/op (all) | sender exits/op | ICR-class exits/op | receiver exits/op | cycles/op |")
-			fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+			writeHeader(w, "lrrrrrrr", "mode", "vCPUs", "ops", "exits/op (all)", "sender exits/op", "ICR-class exits/op",
+				"receiver exits/op", "cycles/op")
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.0f |\n",
 			r.Mode, r.CPUs, r.Ops, r.Total(), r.SenderExit, r.ICRPerOp, r.RecvExit, r.Cycles)

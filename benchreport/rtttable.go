@@ -157,8 +157,9 @@ func (t *RTTTable) WriteMarkdown(w io.Writer) {
 
 // WriteTable writes the Markdown table alone.
 func (t *RTTTable) WriteTable(w io.Writer) {
-	fmt.Fprintln(w, "| mode | delivery | receiver | halt poll | round trips | cycles/round trip | vs poll off | sender exits/RT | receiver exits/RT | receiver exits by cause, per RT | its exits at the floor, cycles | RT / that | vs KVM's in-kernel LAPIC | polls (hits) | µs polled/RT |")
-	fmt.Fprintln(w, "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+	writeHeader(w, "llllrrrrrlrrrrr", "mode", "delivery", "receiver", "halt poll", "round trips", "cycles/round trip",
+		"vs poll off", "sender exits/RT", "receiver exits/RT", "receiver exits by cause, per RT",
+		"its exits at the floor, cycles", "RT / that", "vs KVM's in-kernel LAPIC", "polls (hits)", "µs polled/RT")
 	for _, r := range t.Rows {
 		vs := ""
 		if v := t.vsPollOff(r); v > 0 && r.HaltPoll != "off" {

@@ -90,7 +90,7 @@ type IPICost struct {
 	ReceiverExitsPerDelivery float64 `json:"receiver_exits_per_delivery"`
 	ExitsPerIPI              float64 `json:"exits_per_ipi"`
 	// ReceiverExitsCaused are the receivers' exits the IPIs of this kind
-	// caused, each charged to its IPI by the IPI's latency stamp (HLT
+	// caused, each charged to its IPI by the IPI's trace (HLT
 	// wake, kick, window, EOI: accounting.VCPU.IPIRecvExits), exact
 	// rather than shared out per interval; per delivery below. Both are
 	// live counts (read at the request), not up to the last sample.

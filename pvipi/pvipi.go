@@ -62,13 +62,20 @@ type Unit struct {
 	enabled bool
 	mem     Memory
 	apics   *vlapic.Bus
-	// count is told of each send: the sending CPU and the targets reached.
-	count func(cpu, delivered int)
+	obs     Observer
+}
+
+// Observer traces and counts each PV send (accounting.Observer does).
+type Observer interface {
+	// Trace marks an interrupt of kind k (IPIParavirt) sent now.
+	Trace(k accounting.IPIKind) vlapic.Trace
+	// Sent counts a send of cpu's, traced t, that reached targets CPUs.
+	Sent(cpu int, t vlapic.Trace, targets int)
 }
 
 // New returns the unit; enabled offers the feature.
-func New(enabled bool, mem Memory, apics *vlapic.Bus, count func(cpu, delivered int)) *Unit {
-	return &Unit{enabled: enabled, mem: mem, apics: apics, count: count}
+func New(enabled bool, mem Memory, apics *vlapic.Bus, obs Observer) *Unit {
+	return &Unit{enabled: enabled, mem: mem, apics: apics, obs: obs}
 }
 
 // CPUID sets the feature bit when offered.
@@ -96,8 +103,8 @@ func (u *Unit) send(a *exitbus.Access) error {
 	if err != nil {
 		return vlapic.ErrGP
 	}
-	n := req.Deliver(u.apics, a.CPU)
-	u.count(a.CPU, n)
+	t := u.obs.Trace(accounting.IPIParavirt)
+	u.obs.Sent(a.CPU, t, req.Deliver(u.apics, a.CPU, t))
 	return nil
 }
 
@@ -141,12 +148,11 @@ func Decode(mem Memory, value, rsi, rdi uint64) (Request, error) {
 }
 
 // Deliver sends the request over the APIC bus, one physical destination
-// per set bit (O(destinations)); it returns the number of targets reached.
-func (r Request) Deliver(bus *vlapic.Bus, source int) int {
-	// The latency tag of a PV IPI is its accounting kind, as the VM's
-	// latency observer reads every tag (vmm/latency.go).
+// per set bit (O(destinations)), traced t; it returns the number of
+// targets reached.
+func (r Request) Deliver(bus *vlapic.Bus, source int, t vlapic.Trace) int {
 	m := vlapic.Message{Vector: r.Vector, Delivery: r.Delivery, DestMode: vlapic.Physical, Assert: true, Source: source,
-		Stamp: bus.Stamp(uint8(accounting.IPIParavirt))}
+		Trace: t}
 	n := 0
 	for w := 0; w+8 <= len(r.Bitmap); w += 8 {
 		word := binary.LittleEndian.Uint64(r.Bitmap[w:])

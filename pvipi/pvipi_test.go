@@ -48,7 +48,7 @@ func TestDecodeAndDeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := req.Deliver(bus, 0); n != 4 {
+	if n := req.Deliver(bus, 0, 0); n != 4 {
 		t.Fatalf("delivered to %d CPUs, want 4", n)
 	}
 	for _, id := range []int{1, 63, 64, 299} {
@@ -65,7 +65,7 @@ func TestDecodeAndDeliver(t *testing.T) {
 	// A window based at 256: bit 43 of word 0 is APIC ID 299.
 	binary.LittleEndian.PutUint64(mem[0x200:], 1<<43)
 	req, err = Decode(mem, 1<<32|0x400, 0x200, 256) // NMI
-	if err != nil || req.Deliver(bus, 0) != 1 {
+	if err != nil || req.Deliver(bus, 0, 0) != 1 {
 		t.Fatalf("NMI window: %v", err)
 	}
 	if bus.LAPIC(299).TakeEvents().NMIs == 0 {
@@ -100,7 +100,7 @@ func FuzzDecode(f *testing.F) {
 	bus := vlapic.NewBus(8, clock{}, &countSink{n: make([]int, 8)}, vlapic.Options{X2APIC: true})
 	f.Fuzz(func(t *testing.T, value, rsi, rdi uint64) {
 		if req, err := Decode(mem, value, rsi, rdi); err == nil {
-			req.Deliver(bus, 0)
+			req.Deliver(bus, 0, 0)
 		}
 	})
 }

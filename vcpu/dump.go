@@ -1,3 +1,6 @@
+// This file holds the vCPU's state dump (kill -USR2, --stall-dump): its
+// registers, RIP named from the kernel's symbols, LAPIC and stack.
+
 package vcpu
 
 import (

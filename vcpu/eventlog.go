@@ -1,3 +1,6 @@
+// This file holds the vCPU's event log: its last exits, kicks, INITs,
+// SIPIs and injections, for error messages and dumps.
+
 package vcpu
 
 import (

@@ -1,3 +1,6 @@
+// This file holds exit dispatch: each KVM exit reason to its handler,
+// PIO, MMIO and MSR exits to the exit bus, and each exit counted by cause.
+
 package vcpu
 
 import (
@@ -38,7 +41,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		}
 	case kvm.ExitIRQWindowOpen:
 		v.acct.Exit(accounting.CauseIRQWindow)
-		v.charge(v.windowFor >= 0, uint8(v.windowFor), accounting.ChargeWindow)
+		v.exitFor(v.windowFor >= 0, uint8(v.windowFor), vlapic.ExitWindow)
 	case kvm.ExitIntr:
 		v.acct.Exit(v.kickCause())
 	case kvm.ExitSetTPR:

@@ -330,6 +330,7 @@ type rig struct {
 	t     testing.TB
 	apics *vlapic.Bus
 	acct  *accounting.VM
+	obs   *accounting.Observer // counts into acct, as the VM's does; the LAPICs' unless opts named another
 	bus   exitbus.Bus
 	fakes []*fakeCPU
 	cpus  []*VCPU
@@ -351,10 +352,15 @@ func (s sink) Notify(cpu int) {
 
 func newRig(t testing.TB, n int) *rig { return newRigWith(t, n, vlapic.Options{X2APIC: true}) }
 
-// newRigWith is newRig with the LAPICs' options.
+// newRigWith is newRig with the LAPICs' options. Without an observer in
+// opts, the LAPICs and vCPUs count into r.acct through r.obs, as a VM's do.
 func newRigWith(t testing.TB, n int, opts vlapic.Options) *rig {
 	r := &rig{t: t, acct: accounting.NewVM(n), done: make(chan struct{}), clock: wallClock{time.Now()},
 		fakes: make([]*fakeCPU, n), pveoi: make([]PVEOI, n)}
+	r.obs = accounting.NewObserver(r.acct, r.clock)
+	if opts.Observer == nil {
+		opts.Observer = r.obs
+	}
 	r.apics = vlapic.NewBus(n, r.clock, sink{r}, opts)
 	for i := range n {
 		r.enable(i)

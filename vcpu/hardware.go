@@ -1,3 +1,6 @@
+// This file holds Hardware: what the loop asks of a KVM vCPU, so that a
+// fake can stand in for it in tests.
+
 package vcpu
 
 import (

@@ -9,18 +9,6 @@ import (
 	"github.com/govmm/govmm/vlapic"
 )
 
-// kindTags tags every IPI with an accounting kind, as vmm's observer does:
-// self-IPIs "self", the rest x2APIC physical.
-type kindTags struct{}
-
-func (kindTags) Tag(m vlapic.Message, x2 bool) uint8 {
-	if m.Shorthand == vlapic.Self {
-		return uint8(accounting.IPISelf)
-	}
-	return uint8(accounting.IPIX2APICPhysical)
-}
-func (kindTags) Observe(vlapic.Stage, uint8, int64) {}
-
 // sendIPI writes vCPU from's x2APIC ICR: vector vec to APIC ID to.
 func (r *rig) sendIPI(from, to int, vec uint8) {
 	r.t.Helper()
@@ -30,10 +18,10 @@ func (r *rig) sendIPI(from, to int, vec uint8) {
 }
 
 // The exits an IPI causes its receiver are charged to the IPI's kind
-// (its latency tag): the HLT exit it woke, the kick it made, the interrupt
+// (its trace, accounting.Observer): the HLT exit it woke, the kick it made, the interrupt
 // window it waited for. A vector no IPI sent (a device's) charges none.
 func TestExitsChargedToTheIPI(t *testing.T) {
-	r := newRigWith(t, 1, vlapic.Options{X2APIC: true, Latency: kindTags{}})
+	r := newRigWith(t, 1, vlapic.Options{X2APIC: true})
 	a := r.apics.LAPIC(0)
 	if err := a.SetBase(a.Base() | vlapic.BaseEXTD); err != nil {
 		t.Fatal(err)
@@ -59,7 +47,7 @@ func TestExitsChargedToTheIPI(t *testing.T) {
 	for r.exits(0, accounting.CauseHLT) < 2 || r.cpus[0].State() != StateHalted {
 		runtime.Gosched()
 	}
-	r.deliver(0, 0x70) // unstamped: a device's
+	r.deliver(0, 0x70) // untraced: a device's
 	wait()
 	got := r.acct.CPUs[0].Snapshot().IPIRecvExits
 	if got[accounting.IPISelf] != 1 || got[accounting.IPIX2APICPhysical] != 2 {
@@ -77,10 +65,10 @@ func TestExitsChargedToTheIPI(t *testing.T) {
 		accounting.CauseIRQWindow: 1})
 }
 
-// A device's MSI carries the tag DeviceMSI (vmm stamps it): the HLT exit
+// A device's MSI carries the kind DeviceMSI (vmm traces it): the HLT exit
 // it wakes is charged to device interrupts, to no IPI.
 func TestExitsChargedToTheDeviceMSI(t *testing.T) {
-	r := newRigWith(t, 1, vlapic.Options{X2APIC: true, Latency: kindTags{}})
+	r := newRigWith(t, 1, vlapic.Options{X2APIC: true})
 	a := r.apics.LAPIC(0)
 	if err := a.SetBase(a.Base() | vlapic.BaseEXTD); err != nil {
 		t.Fatal(err)
@@ -91,7 +79,7 @@ func TestExitsChargedToTheDeviceMSI(t *testing.T) {
 	wait := r.start()
 	r.waitState(0, StateHalted)
 	r.apics.Deliver(vlapic.Message{Vector: 0x70, Delivery: vlapic.Fixed, Dest: 0, Source: -1,
-		Stamp: r.apics.Stamp(uint8(accounting.DeviceMSI))})
+		Trace: r.obs.Trace(accounting.DeviceMSI)})
 	wait()
 	s := r.acct.CPUs[0].Snapshot()
 	if n := accounting.DeviceIRQExits(&s.CPUCounters); n != 1 || s.DeviceIRQHLT != 1 {

@@ -1,3 +1,6 @@
+// This file holds the kick protocol: Notify from any thread, the kick
+// signal that ends KVM_RUN, and whether a kick brought work.
+
 package vcpu
 
 import (
@@ -6,6 +9,9 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/vlapic"
 )
 
 // kickSignal interrupts KVM_RUN on a vCPU thread. Go's runtime must have a
@@ -53,6 +59,13 @@ func (v *VCPU) Notify() {
 	}
 }
 
+// Set is a VM's vCPUs by index: the LAPICs' vlapic.Sink, which turns
+// "this LAPIC has something new" into that vCPU's kick or wake-up.
+type Set []*VCPU
+
+// Notify is vCPU cpu's Notify.
+func (s Set) Notify(cpu int) { s[cpu].Notify() }
+
 // kick signals the vCPU thread. tgkill fails with EAGAIN when the kernel
 // is short of signal queue entries for a moment: then it is tried again, a
 // bounded number of times (Notify must not block). Any other failure is
@@ -82,4 +95,17 @@ func (v *VCPU) wakeUp() {
 	case v.wake <- struct{}{}:
 	default:
 	}
+}
+
+// kickCause tells a kick that brought work (an interrupt, NMI, INIT or
+// SIPI to act on, or the VM's end) from one that raced an exit and found
+// nothing: the kick protocol can cost at most one such spurious exit.
+// A PV EOI the guest has done is completed first, as prepareEntry will:
+// until then its vector still holds PPR up and would hide the new one.
+func (v *VCPU) kickCause() accounting.Cause {
+	if p := v.look(); p.Work() || v.stopped() {
+		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
+		return accounting.CauseKick
+	}
+	return accounting.CauseKickSpurious
 }

@@ -1,3 +1,6 @@
+// This file holds the guest page walk that completing an instruction
+// with memory operands needs: linear to guest-physical, with #PF.
+
 package vcpu
 
 import (

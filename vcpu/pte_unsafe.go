@@ -1,3 +1,6 @@
+// This file holds the one unsafe use of package vcpu: an atomic OR on a
+// page-table entry in guest RAM.
+
 package vcpu
 
 import (

@@ -1,3 +1,6 @@
+// This file holds instruction recovery: completing the instructions the
+// host's emulator gives up on (its cases and their exit causes).
+
 package vcpu
 
 import (

@@ -1,12 +1,13 @@
+// This file holds what the exit bus's handlers may ask of the vCPU whose
+// exit they serve (exitbus.VCPU); all on the vCPU's own thread, during the
+// exit.
+
 package vcpu
 
 import (
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/kvm"
 )
-
-// What the handlers on the exit bus may ask of the vCPU whose exit they
-// serve (exitbus.VCPU); all on the vCPU's own thread, during the exit.
 
 var _ exitbus.VCPU = (*VCPU)(nil)
 
@@ -40,6 +41,6 @@ func (v *VCPU) WithdrawInjection() error {
 	}
 	v.pveoi.Retract()
 	v.lapic.Unacknowledge(vec)
-	v.acct.Withdraw(vec)
+	v.obs.Withdrawn(v.id, vec)
 	return nil
 }

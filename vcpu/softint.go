@@ -1,3 +1,6 @@
+// This file holds INT n completed by govmm where the host's emulator
+// cannot deliver it through the guest's IDT.
+
 package vcpu
 
 import (

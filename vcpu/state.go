@@ -8,7 +8,13 @@
 // (with AVIC-style delivery: its IRR backing page, no target lock) ->
 // vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
 // target's loop, which folds the backing page as it looks for a vector ->
-// inject (KVM_INTERRUPT).
+// inject (KVM_INTERRUPT). docs/ipi-path.md walks it function by function.
+//
+// Measurement is not on that path: the LAPICs and the loop tell their
+// observer (vlapic.Observer, the LAPIC's: accounting.Observer in govmm)
+// of injections and of the exits made for an interrupt (HLT, kick,
+// window), and nothing they do depends on it; the loop counts its own
+// exits by cause and its kicks, wake-ups and halt polls (Config.Acct).
 //
 // The loop asks the KVM vCPU for nothing but Hardware (a *kvm.VCPU in
 // govmm), so its unit tests (loop_test.go) run it on a scripted fake

@@ -1,3 +1,6 @@
+// This file holds the XSAVE family completed by govmm where the host's
+// emulator cannot (model in package xstate).
+
 package vcpu
 
 import (

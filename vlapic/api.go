@@ -7,7 +7,9 @@
 // which CPU has something new to deliver; level-triggered EOIs are handed to
 // the EOIHandler (the IOAPIC); the timer reports its next deadline on the
 // injected Clock. The VMM (package vcpu) drives it from its exits and decides
-// how to inject, kick or wake.
+// how to inject, kick or wake. Whoever measures interrupts is told what
+// happens to each one through the Observer (observe.go); nothing here
+// depends on it.
 //
 // Model: Intel SDM vol. 3A ch. 11 (xAPIC) and ch. 11.12 (x2APIC), with
 // Linux's arch/x86/kvm/lapic.c as the reference for the details the SDM leaves
@@ -32,7 +34,10 @@
 // always finds it.
 package vlapic
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrGP is returned by register accesses that the architecture answers with a
 // general-protection fault (#GP(0)): reserved bits in an x2APIC MSR write, a
@@ -119,9 +124,9 @@ type Message struct {
 	Shorthand Shorthand
 	Dest      uint32
 	Source    int // index of the sending CPU for shorthands; -1 for devices
-	// Stamp is the time the IPI was sent and its latency tag, for the
-	// Bus's LatencyObserver (latency.go); 0: not measured.
-	Stamp Stamp
+	// Trace is the Observer's mark on the interrupt (observe.go), handed
+	// back when a target accepts it; 0: none.
+	Trace Trace
 }
 
 // Sink is told, with no APIC lock held, that cpu's LAPIC has something new
@@ -157,8 +162,9 @@ type Options struct {
 	// lowest-priority edge interrupts are posted to the target's IRR
 	// backing page without taking its lock. false is the plain path.
 	AVIC bool
-	// Latency, if set, observes the latency of every IPI (latency.go).
-	Latency LatencyObserver
+	// Observer, if set, is told what happens to every interrupt
+	// (observe.go); nil is NopObserver.
+	Observer Observer
 }
 
 // Events are the non-vectored things a LAPIC has latched for its vCPU.
@@ -180,16 +186,13 @@ type Events struct {
 // never be delivered (one in service blocks NMIs, one more is latched).
 const MaxLatchedNMIs = 2
 
-// Effect tells the caller of a register write what it caused, for exit
-// accounting: an ICR (or SELF_IPI) write sent Msg to Targets CPUs.
+// Effect tells the caller of a register write what it caused: an ICR (or
+// SELF_IPI) write sent Msg to Targets CPUs.
 type Effect struct {
 	Register Register
 	IPI      bool
 	Msg      Message
 	Targets  int
-	// Ended is the latency stamp of the IPI an EOI write ended (0: none,
-	// or not an IPI): its tag names the IPI the EOI exit was for.
-	Ended Stamp
 }
 
 // Register names an APIC register by its xAPIC offset >> 4 (the x2APIC MSR
@@ -225,6 +228,34 @@ const (
 	RegTimerDCR   Register = 0x3E // divide configuration
 	RegSelfIPI    Register = 0x3F // x2APIC only
 )
+
+// registerNames are the registers' names in exit causes, tables and
+// metrics (accounting's causes are named by them); unnamed ones print as
+// regXX.
+var registerNames = map[Register]string{
+	RegID: "id", RegVersion: "version", RegTPR: "tpr", RegAPR: "apr", RegPPR: "ppr", RegEOI: "eoi",
+	RegRRD: "rrd", RegLDR: "ldr", RegDFR: "dfr", RegSVR: "svr", RegESR: "esr", RegLVTCMCI: "lvt_cmci",
+	RegICR: "icr", RegICR2: "icr2", RegLVTTimer: "lvt_timer", RegLVTThermal: "lvt_thermal", RegLVTPerf: "lvt_perf",
+	RegLVTLINT0: "lvt_lint0", RegLVTLINT1: "lvt_lint1", RegLVTError: "lvt_error", RegTimerICR: "timer_icr",
+	RegTimerCCR: "timer_ccr", RegTimerDCR: "timer_dcr", RegSelfIPI: "self_ipi",
+}
+
+// String names the register: isrN, tmrN and irrN for the eight words of
+// ISR, TMR and IRR, the name in registerNames, else regXX.
+func (r Register) String() string {
+	switch {
+	case r >= RegISR0 && r < RegISR0+8:
+		return fmt.Sprintf("isr%d", r-RegISR0)
+	case r >= RegTMR0 && r < RegTMR0+8:
+		return fmt.Sprintf("tmr%d", r-RegTMR0)
+	case r >= RegIRR0 && r < RegIRR0+8:
+		return fmt.Sprintf("irr%d", r-RegIRR0)
+	}
+	if n, ok := registerNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("reg%02x", uint16(r))
+}
 
 // RegisterOfOffset names the register at an offset into the xAPIC page.
 func RegisterOfOffset(off uint64) Register { return Register((off & 0xFFF) >> 4) }

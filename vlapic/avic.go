@@ -79,13 +79,13 @@ func (p *pir) discard() {
 // enable state through the atomic mirror fixedOK, as lowest-priority
 // arbitration already does; a LAPIC disabled between that load and the OR
 // drops the vector at its next fold (foldLocked).
-func (a *LAPIC) postEdge(v uint8, s Stamp) (acc, notify bool) {
+func (a *LAPIC) postEdge(v uint8, t Trace) (acc, notify bool) {
 	if !a.fixedOK.Load() {
 		return false, false
 	}
-	// Stamped before the post: once posted, the target may acknowledge
-	// the vector, and its stamp must be there by then.
-	a.stampAccepted(v, s)
+	// Observed before the post: once posted, the target may acknowledge
+	// the vector, and the observer must know of it by then.
+	a.observeAccepted(v, t)
 	return true, a.pir.post(v)
 }
 
@@ -106,7 +106,7 @@ func (a *LAPIC) foldLocked() {
 		}
 		w := a.pir.w[i].Swap(0)
 		if a.mode == ModeDisabled || a.svr&svrEnable == 0 {
-			a.forgetStamps(i, w)
+			a.observeRefused(i, w)
 			continue
 		}
 		lo, hi := uint32(w), uint32(w>>32)

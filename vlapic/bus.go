@@ -17,7 +17,7 @@ type Bus struct {
 	x2apic bool
 	avic   bool // Options.AVIC; fixed for the Bus's life
 
-	latency LatencyObserver // Options.Latency; fixed
+	obs Observer // Options.Observer, or NopObserver; fixed
 
 	physAddrBits int // Options.PhysAddrBits; fixed
 
@@ -52,8 +52,11 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		x2apic:       opts.X2APIC,
 		physAddrBits: opts.PhysAddrBits,
 		avic:         opts.AVIC,
-		latency:      opts.Latency,
+		obs:          opts.Observer,
 		lapics:       make([]LAPIC, n),
+	}
+	if b.obs == nil {
+		b.obs = NopObserver{}
 	}
 	if b.busHz == 0 {
 		b.busHz = 1e9
@@ -65,9 +68,6 @@ func NewBus(n int, clock Clock, sink Sink, opts Options) *Bus {
 		a := &b.lapics[i]
 		a.bus = b
 		a.cpu = i
-		if b.latency != nil {
-			a.lat = new(latency)
-		}
 		a.base = DefaultBase | BaseEN
 		if i == 0 {
 			a.base |= BaseBSP

@@ -85,7 +85,7 @@ func (b *Bus) deliverLowest(m *Message, accepted func(cpu int)) int {
 // before it.
 func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 	if a.bus.avic && m.Trigger == Edge && (m.Delivery == Fixed || m.Delivery == LowestPriority) && m.Vector >= 16 {
-		return a.postEdge(m.Vector, m.Stamp)
+		return a.postEdge(m.Vector, m.Trace)
 	}
 	a.mu.Lock()
 	a.foldLocked()
@@ -104,7 +104,7 @@ func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 		}
 		a.irr.set(m.Vector)
 		a.tmr.put(m.Vector, m.Trigger == Level)
-		a.stampAccepted(m.Vector, m.Stamp)
+		a.observeAccepted(m.Vector, m.Trace)
 		acc, notify = true, true
 	case NMI:
 		a.ev.NMIs = min(a.ev.NMIs+1, MaxLatchedNMIs)

@@ -49,8 +49,6 @@ type LAPIC struct {
 	icr    uint64 // x2APIC ICR; in xAPIC mode ICR2 is in bits 63:32
 	t      timer
 	ev     Events
-
-	lat *latency // IPI latency stamps; nil without Options.Latency
 }
 
 // resetLocked puts every register except the APIC ID, APIC_BASE and the
@@ -65,7 +63,7 @@ func (a *LAPIC) resetLocked() {
 	a.svr = 0xFF
 	a.tpr = 0
 	a.irr, a.isr, a.tmr = vec256{}, vec256{}, vec256{}
-	a.forgetAllStamps()
+	a.bus.obs.Reset(a.cpu)
 	a.pir.discard()
 	a.esr, a.esrAcc = 0, 0
 	for i := range a.lvt {
@@ -108,7 +106,6 @@ type post struct {
 	send    bool
 	eoiVec  uint8
 	msg     Message
-	ended   Stamp // the stamp of the IPI an EOI ended
 }
 
 func (a *LAPIC) finish(p *post, eff Effect) Effect {
@@ -124,11 +121,11 @@ func (a *LAPIC) finish(p *post, eff Effect) Effect {
 	if p.notify {
 		b.sink.Notify(a.cpu)
 	}
-	eff.Ended = p.ended
 	if p.send {
 		eff.IPI = true
 		eff.Msg = p.msg
 		eff.Targets = b.Deliver(p.msg)
+		b.obs.Sent(a.cpu, p.msg.Trace, eff.Targets)
 	}
 	return eff
 }

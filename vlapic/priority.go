@@ -44,16 +44,8 @@ func (a *LAPIC) PendingVector() (uint8, bool) {
 // Acknowledge is the INTA cycle: it moves the pending vector from IRR to ISR
 // and returns it. The VMM calls it when it injects the vector.
 func (a *LAPIC) Acknowledge() (uint8, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	v, ok := a.pendingLocked()
-	if ok {
-		a.irr.clear(v)
-		a.isr.set(v)
-		a.updatePPRLocked()
-		a.stampInjectedLocked(v)
-	}
-	return v, ok
+	k := a.AcknowledgePV()
+	return k.Vector, k.OK
 }
 
 // Ack is what an acknowledgement (AcknowledgePV) tells the CPU's loop:
@@ -81,7 +73,7 @@ func (a *LAPIC) AcknowledgePV() Ack {
 	a.irr.clear(v)
 	a.isr.set(v)
 	a.updatePPRLocked()
-	a.stampInjectedLocked(v)
+	a.bus.obs.Acknowledged(a.cpu, v)
 	_, requested := a.irr.highest()
 	return Ack{Vector: v, OK: true, PVEOI: !a.tmr.test(v) && !requested && !a.pir.any()}
 }
@@ -98,7 +90,7 @@ func (a *LAPIC) Unacknowledge(v uint8) {
 	a.isr.clear(v)
 	a.irr.set(v)
 	a.updatePPRLocked()
-	a.stampWithdrawnLocked(v)
+	a.bus.obs.Unacknowledged(a.cpu, v)
 }
 
 // EOI ends the highest in-service interrupt, as a write of 0 to the EOI
@@ -106,18 +98,20 @@ func (a *LAPIC) Unacknowledge(v uint8) {
 func (a *LAPIC) EOI() {
 	var p post
 	a.mu.Lock()
-	a.eoiLocked(&p)
+	a.eoiLocked(&p, false)
 	a.mu.Unlock()
 	a.finish(&p, Effect{})
 }
 
-func (a *LAPIC) eoiLocked(p *post) {
+// eoiLocked ends the highest in-service vector; byWrite: the guest wrote
+// the EOI register (an exit), rather than a PV EOI.
+func (a *LAPIC) eoiLocked(p *post, byWrite bool) {
 	v, ok := a.isr.highest()
 	if !ok {
 		return
 	}
 	a.isr.clear(v)
-	p.ended = a.stampEndedLocked(v)
+	a.bus.obs.Ended(a.cpu, v, byWrite)
 	if a.tmr.test(v) {
 		p.eoi, p.eoiVec = true, v
 	}

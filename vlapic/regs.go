@@ -152,7 +152,7 @@ func (a *LAPIC) writeLocked(r Register, v uint32, x2 bool, p *post) {
 		a.tpr = v & 0xFF
 		a.updatePPRLocked()
 	case RegEOI:
-		a.eoiLocked(p)
+		a.eoiLocked(p, true)
 	case RegLDR:
 		if !x2 {
 			a.ldr = v & 0xFF000000
@@ -208,7 +208,7 @@ func (a *LAPIC) writeLVTLocked(i int, v uint32) {
 func (a *LAPIC) sendLocked(icr uint64, x2 bool, p *post) {
 	m := DecodeICR(icr, x2)
 	m.Source = a.cpu
-	a.stampSend(&m, x2)
+	m.Trace = a.bus.obs.Sending(a.cpu, m, x2)
 	if (m.Delivery == Fixed || m.Delivery == LowestPriority) && m.Vector < 16 {
 		// Sent anyway, so the receiver flags it too, as hardware does.
 		if a.errorLocked(esrSendIllegal) {

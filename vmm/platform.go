@@ -27,10 +27,11 @@ type platform struct {
 	ioapic *vioapic.IOAPIC
 	iommu  *vintremap.Unit // nil when the VM has no remapping unit
 	acct   *accounting.Platform
+	obs    *accounting.Observer // traces device MSIs (DeviceMSI)
 }
 
-func newPlatform(apics *vlapic.Bus, mem *memory.Memory, acct *accounting.Platform, iommu, eim bool) *platform {
-	p := &platform{apics: apics, acct: acct}
+func newPlatform(apics *vlapic.Bus, mem *memory.Memory, acct *accounting.Platform, obs *accounting.Observer, iommu, eim bool) *platform {
+	p := &platform{apics: apics, acct: acct, obs: obs}
 	p.ioapic = vioapic.New(0, p)
 	if iommu {
 		p.iommu = vintremap.New(guestMemory{mem}, p, vintremap.Options{EIM: eim})
@@ -101,9 +102,9 @@ func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(c
 			return false // not an interrupt address: the write goes nowhere
 		}
 	}
-	// Stamped like an IPI (tag DeviceMSI): its latency is measured and the
+	// Traced like an IPI (kind DeviceMSI): its latency is measured and the
 	// exits it costs its receiver are charged to device interrupts.
-	m.Stamp = p.apics.Stamp(uint8(accounting.DeviceMSI))
+	m.Trace = p.obs.Trace(accounting.DeviceMSI)
 	return p.deliver(m, accepted) > 0
 }
 

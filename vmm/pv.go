@@ -3,7 +3,6 @@ package vmm
 import (
 	"sync/atomic"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/hvcpuid"
@@ -38,11 +37,8 @@ func (vm *VM) newPVUnits() pvUnits {
 		lapics[i], eois[i] = vm.apics.LAPIC(i), &vm.acct.CPUs[i].PVEOIs
 	}
 	return pvUnits{
-		eoi: pveoi.New(vm.cfg.PVEOI, vm.mem, lapics, eois),
-		ipi: pvipi.New(vm.cfg.PVIPI, vm.mem, vm.apics, func(cpu, delivered int) {
-			vm.acct.CPUs[cpu].IPISent[accounting.IPIParavirt].Add(1)
-			vm.acct.CPUs[cpu].IPIDelivered[accounting.IPIParavirt].Add(uint64(delivered))
-		}),
+		eoi:      pveoi.New(vm.cfg.PVEOI, vm.mem, lapics, eois),
+		ipi:      pvipi.New(vm.cfg.PVIPI, vm.mem, vm.apics, vm.obs),
 		doorbell: pvsyscall.New(vm.doorbell, n),
 	}
 }
@@ -98,7 +94,7 @@ func claimedMSRs() []hostprobe.Claimed {
 func msrBus() *exitbus.Bus {
 	var b exitbus.Bus
 	vm := &VM{}
-	if err := vm.registerLAPICs(&b); err != nil {
+	if err := (lapicRanges{}).register(&b); err != nil {
 		panic(err)
 	}
 	if err := vm.newPVUnits().register(&b); err != nil {

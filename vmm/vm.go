@@ -46,6 +46,9 @@ type VM struct {
 	cpus  []*vcpu.VCPU
 	kvcpu []*kvm.VCPU
 	acct  *accounting.VM
+	// obs is the LAPICs' and vCPUs' observer, counting into acct; it
+	// traces the PV send-IPI's and the devices' interrupts too.
+	obs   *accounting.Observer
 	clock *hostClock
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
@@ -301,12 +304,14 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
-	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
+	vm.obs = accounting.NewObserver(vm.acct, vm.clock)
+	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
+	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
-		Latency: ipiLatency{&vm.acct.Latency}})
-	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
+		Observer: vm.obs})
+	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.obs, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
-	if err := vm.registerLAPICs(&vm.bus); err != nil {
+	if err := (lapicRanges{vm.apics}).register(&vm.bus); err != nil {
 		return err
 	}
 	if err := vm.plat.register(&vm.bus); err != nil {
@@ -325,7 +330,6 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 	}
-	vm.cpus = make([]*vcpu.VCPU, n)
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
 	syms := sync.OnceValue(func() *ksyms.Table {
@@ -384,11 +388,6 @@ func (vm *VM) registerPorts(ports []portDevice) error {
 // Map lists the VM's exit bus: every PIO, MMIO and MSR range and what
 // serves it.
 func (vm *VM) Map() []exitbus.Entry { return vm.bus.Map() }
-
-// sink turns "this LAPIC has something new" into a kick or wake-up.
-type sink struct{ vm *VM }
-
-func (s sink) Notify(cpu int) { s.vm.cpus[cpu].Notify() }
 
 // Stop ends a running VM from outside the guest (the user quit, a signal):
 // Run returns with Result.How set to how, Status -1 and no error. Safe to

@@ -1,0 +1,169 @@
+// This file holds Observer, accounting's implementation of
+// vlapic.Observer: it counts each IPI by destination kind at its send,
+// measures every traced interrupt's latency from the send to each stage on
+// each target (Latencies), counts injections, and charges the exits an
+// interrupt costs its receiver to that interrupt's kind (VCPU.Charge).
+
+package accounting
+
+import (
+	"sync/atomic"
+
+	"github.com/govmm/govmm/vlapic"
+)
+
+// Observer is the VM's vlapic.Observer. A Trace it makes is the time of
+// the send and the interrupt's kind: an IPIKind for IPIs (KindOf for an
+// ICR or SELF_IPI write, IPIParavirt for govmm's PV send-IPI) or
+// DeviceMSI for a device's MSI.
+type Observer struct {
+	vm    *VM
+	clock vlapic.Clock
+	cpus  []traces
+	// observe counts one latency (vm.Latency.Observe; a test records).
+	observe func(LatencyStage, IPIKind, int64)
+}
+
+var _ vlapic.Observer = (*Observer)(nil)
+
+// traces are one CPU's traces of the interrupts on their way to it.
+//
+// Concurrency: pending is written by any sender (a CAS from 0, so the
+// oldest of coalesced deliveries keeps its trace), read by the CPU's vCPU
+// (ExitFor) and taken by the acknowledgement; service, and every take from
+// pending, happen only in the events its LAPIC reports under its lock
+// (Acknowledged, Unacknowledged, Ended, Refused, Reset).
+type traces struct {
+	pending [256]atomic.Uint64 // Trace of the vector's oldest unacknowledged delivery
+	service [256]vlapic.Trace  // Trace of each vector in service
+}
+
+// NewObserver returns the observer that counts into vm, reading clock (the
+// LAPICs' own) at each send and stage.
+func NewObserver(vm *VM, clock vlapic.Clock) *Observer {
+	return &Observer{vm: vm, clock: clock, cpus: make([]traces, len(vm.CPUs)), observe: vm.Latency.Observe}
+}
+
+// makeTrace marks an interrupt of kind k sent at (Clock time, 0 or more);
+// never 0.
+func makeTrace(at int64, k IPIKind) vlapic.Trace { return vlapic.Trace(uint64(at+1)<<8 | uint64(k)) }
+
+func traceAt(t vlapic.Trace) int64     { return int64(t>>8) - 1 }
+func traceKind(t vlapic.Trace) IPIKind { return IPIKind(uint8(t)) }
+
+// Trace marks an interrupt of kind k sent now by a sender outside the
+// LAPICs (govmm's PV send-IPI, a device's MSI).
+func (o *Observer) Trace(k IPIKind) vlapic.Trace { return makeTrace(o.clock.Now(), k) }
+
+// Sending traces an ICR or SELF_IPI write's IPI with its kind.
+func (o *Observer) Sending(cpu int, m vlapic.Message, x2apic bool) vlapic.Trace {
+	return o.Trace(KindOf(m, x2apic))
+}
+
+// Sent counts an IPI cpu sent and the targets it reached, by its kind.
+func (o *Observer) Sent(cpu int, t vlapic.Trace, targets int) {
+	k := traceKind(t)
+	o.vm.CPUs[cpu].IPISent[k].Add(1)
+	o.vm.CPUs[cpu].IPIDelivered[k].Add(uint64(targets))
+}
+
+// latency counts the time from t's send to now at stage s.
+func (o *Observer) latency(s LatencyStage, t vlapic.Trace) {
+	o.observe(s, traceKind(t), o.clock.Now()-traceAt(t))
+}
+
+// Accepted keeps the trace of a vector just accepted and observes its
+// first stage.
+func (o *Observer) Accepted(cpu int, v uint8, t vlapic.Trace) {
+	o.cpus[cpu].pending[v].CompareAndSwap(0, uint64(t))
+	o.latency(LatencyAccepted, t)
+}
+
+// Refused drops the pending trace of a vector posted and then refused.
+func (o *Observer) Refused(cpu int, v uint8) { o.cpus[cpu].pending[v].Store(0) }
+
+// Acknowledged moves v's trace into service.
+func (o *Observer) Acknowledged(cpu int, v uint8) {
+	c := &o.cpus[cpu]
+	t := vlapic.Trace(c.pending[v].Swap(0))
+	c.service[v] = t
+	if t != 0 {
+		o.latency(LatencyInjected, t)
+	}
+}
+
+// Unacknowledged puts v's trace back to pending: injected again later, its
+// latency then still runs from the send.
+func (o *Observer) Unacknowledged(cpu int, v uint8) {
+	c := &o.cpus[cpu]
+	if t := c.service[v]; t != 0 {
+		c.service[v] = 0
+		c.pending[v].CompareAndSwap(0, uint64(t))
+	}
+}
+
+// Ended observes the end of v and forgets its trace; an EOI write is an
+// exit the interrupt cost cpu, charged to its kind.
+func (o *Observer) Ended(cpu int, v uint8, byWrite bool) {
+	c := &o.cpus[cpu]
+	t := c.service[v]
+	if t == 0 {
+		return
+	}
+	c.service[v] = 0
+	o.latency(LatencyEnded, t)
+	if byWrite {
+		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), ChargeEOI)
+	}
+}
+
+// Reset forgets every trace of cpu: INIT emptied its IRR and ISR.
+func (o *Observer) Reset(cpu int) {
+	c := &o.cpus[cpu]
+	for v := range c.pending {
+		c.pending[v].Store(0)
+	}
+	c.service = [256]vlapic.Trace{}
+}
+
+// Injected counts v injected into cpu.
+func (o *Observer) Injected(cpu int, v uint8) { o.vm.CPUs[cpu].Inject(v) }
+
+// Withdrawn takes back the count of an injection KVM never delivered.
+func (o *Observer) Withdrawn(cpu int, v uint8) { o.vm.CPUs[cpu].Withdraw(v) }
+
+// chargeReasons are the vCPU loop's exit reasons as charges.
+var chargeReasons = [...]ChargeReason{vlapic.ExitHLT: ChargeHLT, vlapic.ExitKick: ChargeKick, vlapic.ExitWindow: ChargeWindow}
+
+// ExitFor charges cpu's exit, made for v, to the traced interrupt that
+// requested v; a vector nothing traced (a timer's, the IOAPIC's) charges
+// nothing.
+func (o *Observer) ExitFor(cpu int, v uint8, why vlapic.ExitReason) {
+	if t := vlapic.Trace(o.cpus[cpu].pending[v].Load()); t != 0 {
+		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), chargeReasons[why])
+	}
+}
+
+// KindOf classifies an IPI sent by an ICR or SELF_IPI write (x2apic: in
+// x2APIC mode) by how its destination was named.
+func KindOf(m vlapic.Message, x2apic bool) IPIKind {
+	switch m.Shorthand {
+	case vlapic.Self:
+		return IPISelf
+	case vlapic.AllIncludingSelf:
+		return IPIAllIncludingSelf
+	case vlapic.AllExcludingSelf:
+		return IPIAllExcludingSelf
+	}
+	switch {
+	case x2apic && m.Dest == 0xFFFFFFFF, !x2apic && m.Dest == 0xFF:
+		return IPIBroadcast
+	case x2apic && m.DestMode == vlapic.Logical:
+		return IPIX2APICLogical
+	case x2apic:
+		return IPIX2APICPhysical
+	case m.DestMode == vlapic.Logical:
+		return IPIXAPICLogical
+	}
+	return IPIXAPICPhysical
+}

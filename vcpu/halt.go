@@ -1,0 +1,86 @@
+// This file holds HLT: the halted vCPU's wait for a wake-up, with its
+// halt polling (package haltpoll).
+
+package vcpu
+
+import (
+	"time"
+
+	"github.com/govmm/govmm/vlapic"
+)
+
+// halt sleeps after HLT until an interrupt the guest can take (IF set),
+// an NMI or an INIT arrives. It returns false when the VM ends. The wake
+// check (look: TakePending) folds the AVIC backing page, and senders post
+// before they notify, so a posted IPI always ends the sleep. Before the
+// first sleep the thread polls for a wake-up for the window package
+// haltpoll gives it, and tells the window how long the halt lasted.
+func (v *VCPU) halt(ifFlag bool) bool {
+	v.state.Store(uint32(StateHalted))
+	defer v.state.Store(uint32(StateVMM))
+	start := v.clock.Now()
+	p, woke := v.waitWake(ifFlag, start)
+	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
+	if woke {
+		v.acct.Wakeups.Add(1)
+		v.exitFor(p.Fixed && ifFlag, p.Vector, vlapic.ExitHLT) // the HLT exit was the interrupt's
+	}
+	return woke
+}
+
+// waitWake is halt's wait: look, poll once, then sleep until woken and
+// look again. It returns what woke it, or false when the VM ends.
+func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
+	polled, slept := false, false
+	for {
+		p, e := v.enter()
+		if p.Wakes(ifFlag) {
+			if polled && !slept {
+				v.acct.HaltPollHits.Add(1)
+			}
+			return p, true
+		}
+		v.syncTimerTo(e.TimerAt, e.TimerArmed)
+		if !polled {
+			polled = true
+			if v.pollWake(start) {
+				continue
+			}
+		}
+		slept = true
+		select {
+		case <-v.wake:
+		case <-v.done:
+			return vlapic.Pending{}, false
+		}
+	}
+}
+
+// pollWake spins until a wake-up signal comes or the poll window, counted
+// from start, ends; it says whether one came (and takes it). Every wake-up
+// arrives as that signal (Notify, after the sender set IRR or posted to
+// the AVIC page; the LAPIC timer's host timer, which syncTimer armed, also
+// notifies), so the spin reads one channel length and the clock, and takes
+// no lock a sender needs. Polls and their time are counted.
+func (v *VCPU) pollWake(start int64) bool {
+	win := v.poll.Poll()
+	if win <= 0 {
+		return false
+	}
+	t0 := v.clock.Now()
+	v.acct.HaltPolls.Add(1) // after t0: whoever sees the poll counted sees it timed from before
+	stop, now := start+int64(win), t0
+	for len(v.wake) == 0 && now < stop {
+		now = v.clock.Now()
+	}
+	// The poll's end is now, not the loop's last clock read: a thread
+	// descheduled between that read and the signal polled until now.
+	now = v.clock.Now()
+	v.acct.HaltPollNanos.Add(uint64(max(now-t0, 0)))
+	select {
+	case <-v.wake:
+		return true
+	default:
+		return false
+	}
+}

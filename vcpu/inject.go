@@ -1,0 +1,163 @@
+// This file holds interrupt injection before each entry: what the LAPIC
+// has for this vCPU (look, enter), the events latched from it, the
+// injection or interrupt window, and whether the guest can take one now.
+
+package vcpu
+
+import (
+	"fmt"
+
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// look is what the LAPIC has for this vCPU now, as one value: a PV EOI the
+// guest did is completed first (its vector would hide a lower one), the
+// LAPIC's new events are latched with those not yet acted on, and the
+// pending vector is looked for (TakePending folds the AVIC backing page).
+// The events in the value are all the latched ones (v.events).
+func (v *VCPU) look() vlapic.Pending {
+	v.pveoi.Sync()
+	return v.latchPending(v.lapic.TakePending())
+}
+
+// enter is look with the timer's tick, CR8 and the timer's deadline, in
+// one LAPIC lock round trip (vlapic.LAPIC.Enter) where Tick, look and
+// syncTimer take three: what an entry, and each turn of a halt's wait,
+// needs. A PV EOI the guest did is completed first (its vector would hide
+// a lower one), as look does.
+func (v *VCPU) enter() (vlapic.Pending, vlapic.Entry) {
+	v.pveoi.Sync()
+	e := v.lapic.Enter()
+	return v.latchPending(e.Pending), e
+}
+
+// latchPending latches the events of p, taken from the LAPIC, and returns
+// p with all the latched ones (v.events): what look and enter return.
+func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
+	v.latch(p.Events)
+	p.Events = v.events
+	return p
+}
+
+// prepareEntry acts on latched INIT/SIPI/NMI and injects the highest
+// deliverable vector, or asks KVM for an interrupt window when the guest
+// cannot take it now. It decides from one vlapic.Pending value (look, which
+// folds the LAPIC's AVIC backing page, so every vector posted before it
+// runs is seen here) and one acknowledgement (vlapic.Ack). It returns
+// errStop if the VM ended while the vCPU was waiting for SIPI.
+func (v *VCPU) prepareEntry() error {
+	run := v.kvm.RunData()
+	p, e := v.enter()
+	v.syncTimerTo(e.TimerAt, e.TimerArmed)
+	v.cr8 = e.CR8
+	if v.events.INIT {
+		var err error
+		if p, err = v.takeINIT(); err != nil {
+			return err
+		}
+	}
+	// Each NMI is one KVM_NMI: KVM queues them and keeps what the
+	// architecture can deliver (process_nmi). An NMI KVM refuses is an
+	// error, never dropped.
+	for ; v.events.NMIs > 0; v.events.NMIs-- {
+		if err := v.kvm.NMI(); err != nil {
+			return fmt.Errorf("injecting an NMI: %w", err)
+		}
+		v.acct.NMIs.Add(1)
+		v.log.add(evNMI, 0, run.Sync.Regs.RIP)
+	}
+	v.events.ExtINT = false // no 8259: nothing to acknowledge
+	allowed := interruptAllowed(run, v.exceptionQueued)
+	injected := -1
+	if p.Fixed && allowed {
+		v.pveoi.Complete() // a nested vector: the first one needs a real EOI
+		if ack := v.lapic.AcknowledgePV(); ack.OK {
+			// The vector is in service now: failing to inject it
+			// would lose it, so that is fatal, never silent.
+			if err := v.kvm.Interrupt(ack.Vector); err != nil {
+				return fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
+			}
+			injected = int(ack.Vector)
+			v.obs.Injected(v.id, ack.Vector)
+			v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
+			if ack.PVEOI {
+				v.pveoi.Offer()
+			}
+		}
+	}
+	// A vector that arrives from here on notifies this vCPU, whose kick
+	// makes the coming KVM_RUN exit at once (immediate_exit): only a
+	// vector the CPU cannot take now needs the window.
+	v.windowFor = -1
+	if p.NeedsWindow(allowed) {
+		v.windowFor = int(p.Vector)
+	}
+	v.kvm.SetRequestInterruptWindow(v.windowFor >= 0)
+	if run.DirtyRegs&kvm.SyncRegsSregs != 0 {
+		// KVM_RUN will load the sregs a handler edited, and loading them
+		// queues the lowest vector of interrupt_bitmap for injection
+		// (__set_sregs in arch/x86/kvm/x86.c): the bitmap must be what is
+		// queued now, not what was at the exit.
+		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
+	}
+	run.CR8 = v.cr8
+	return nil
+}
+
+func (v *VCPU) takeEvents() { v.latch(v.lapic.TakeEvents()) }
+
+// latch adds events taken from the LAPIC to those not yet acted on.
+func (v *VCPU) latch(e vlapic.Events) {
+	v.events.NMIs = min(v.events.NMIs+e.NMIs, vlapic.MaxLatchedNMIs)
+	v.events.INIT = v.events.INIT || e.INIT
+	v.events.ExtINT = v.events.ExtINT || e.ExtINT
+	// A Startup IPI counts only for a CPU waiting for one (after INIT, or
+	// with an INIT still to act on); any other CPU discards it, as
+	// hardware does (SDM vol. 3, 10.4.7.3): latched, it would start the
+	// CPU at a stale vector after its next INIT.
+	if e.SIPI && (e.INIT || v.events.INIT || State(v.state.Load()) == StateWaitSIPI) {
+		v.events.SIPI, v.events.SIPIVector = true, e.SIPIVector
+	}
+}
+
+// interruptAllowed says whether an interrupt injected now will be taken at
+// the next entry. It is what KVM reported at the exit
+// (ready_for_interrupt_injection, if_flag) unless this exit's handler
+// changed it: RFLAGS edited (a completed SYSCALL masks IF) is read from the
+// registers KVM_RUN will load; and an exception queued for the entry comes
+// first, while an interrupt queued with KVM_INTERRUPT for that same entry
+// is not injected and is cleared at the next exit (an acknowledged vector
+// lost for good). Then govmm asks for an interrupt window instead.
+func interruptAllowed(run *kvm.Run, exceptionQueued bool) bool {
+	const rflagsIF = 1 << 9
+	switch {
+	case exceptionQueued, run.ReadyForInterruptInjection == 0:
+		return false
+	case run.DirtyRegs&kvm.SyncRegsGPR != 0:
+		return run.Sync.Regs.RFLAGS&rflagsIF != 0
+	}
+	return run.IFFlag != 0
+}
+
+// queuedBitmap is the interrupt_bitmap that says what is queued for the
+// next entry: the vector govmm injected now (it can only inject when
+// nothing else is queued), else the exit's bitmap (whatever a handler left
+// queued or, having withdrawn it, cleared).
+func queuedBitmap(atExit [4]uint64, injected int) [4]uint64 {
+	if injected < 0 {
+		return atExit
+	}
+	var b [4]uint64
+	b[injected/64] = 1 << (injected % 64)
+	return b
+}
+
+// exitFor tells the observer that this vCPU's exit, for why, was made for
+// vector vec (if fixed), which waits for it unacknowledged: an exit an
+// interrupt cost its receiver.
+func (v *VCPU) exitFor(fixed bool, vec uint8, why vlapic.ExitReason) {
+	if fixed {
+		v.obs.ExitFor(v.id, vec, why)
+	}
+}

@@ -1,0 +1,32 @@
+// This file holds the vCPU loop's side of PV EOI: the interface the loop
+// calls at its fixed points (package pveoi implements it) and the no-op
+// used when PV EOI is off.
+
+package vcpu
+
+// PVEOI is the vCPU loop's side of PV EOI (package pveoi): the vCPU calls
+// these at fixed points, all on its own thread.
+type PVEOI interface {
+	// Sync completes an EOI the guest did through its PV EOI word: before
+	// each entry looks for a vector to inject, in a halt, at a kick.
+	Sync()
+	// Complete takes the offer back before a nested vector is injected
+	// (the first one then needs a real EOI unless the guest already did
+	// it).
+	Complete()
+	// Offer sets the guest's bit for the vector just injected, which the
+	// LAPIC allowed to be EOIed that way (vlapic.LAPIC.AcknowledgePV).
+	Offer()
+	// Retract clears the guest's bit for an injection withdrawn.
+	Retract()
+	// Reset is INIT: PV EOI off, nothing pending.
+	Reset()
+}
+
+type noPVEOI struct{}
+
+func (noPVEOI) Sync()     {}
+func (noPVEOI) Complete() {}
+func (noPVEOI) Offer()    {}
+func (noPVEOI) Retract()  {}
+func (noPVEOI) Reset()    {}

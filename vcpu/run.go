@@ -1,0 +1,135 @@
+// This file holds the run loop itself: KVM_RUN, what every return from it
+// leaves behind, and the loop's end.
+
+package vcpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/kvm"
+)
+
+// Run is the vCPU loop. It returns nil when the VM ends (Done closed) and an
+// *Error when this vCPU cannot go on.
+func (v *VCPU) Run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	v.tid.Store(int32(unix.Gettid()))
+	defer v.state.Store(uint32(StateStopped))
+	defer v.timer.Stop()
+
+	// Only the kick may interrupt KVM_RUN. Any other signal reaching this
+	// thread in the guest (Go's preemption SIGURG, which sysmon sends to a
+	// goroutine that has run 10 ms without rescheduling, as a vCPU loop
+	// does; SIGCHLD, SIGINT and other process signals the kernel may route
+	// here) would end KVM_RUN with EINTR: an exit the guest did not cause,
+	// on the accounting of a guest that counts its own. Blocked inside
+	// KVM_RUN only, such a signal is taken as soon as KVM_RUN returns.
+	if err := v.kvm.SetSignalMask(^uint64(0) &^ (1 << (kickSignal - 1))); err != nil {
+		return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
+	}
+	run := v.kvm.RunData()
+	// KVM stores the general registers in kvm_run at every exit; the
+	// segment and control registers only when a handler asks (sregs): on
+	// VMX storing them costs a dozen VMCS reads that most exits never use.
+	run.ValidRegs = kvm.SyncRegsGPR
+	if v.boot != nil {
+		if err := v.boot.apply(v.kvm); err != nil {
+			return &Error{v.id, err}
+		}
+	} else if err := v.waitSIPI(); errors.Is(err, errStop) {
+		return nil
+	} else if err != nil {
+		return &Error{v.id, err}
+	}
+	for {
+		if v.stopped() {
+			return nil
+		}
+		v.state.Store(uint32(StateGuest))
+		if err := v.prepareEntry(); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return &Error{v.id, err}
+		}
+		err := v.kvm.Run()
+		v.state.Store(uint32(StateVMM))
+		v.afterRun()
+		v.syncCR8(run)
+		v.maybeDump(run)
+		if err != nil {
+			if endedWithoutExit(err) {
+				v.log.add(evKick, 0, run.Sync.Regs.RIP)
+				v.acct.Exit(v.kickCause())
+				continue
+			}
+			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
+		}
+		if err := v.handleExit(run); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return &Error{v.id, err}
+		}
+	}
+}
+
+// endedWithoutExit says whether KVM_RUN's error is no exit of the guest's:
+// EINTR, the kick signal or immediate_exit ended it; EAGAIN, KVM asked to
+// be called again. Either way the loop looks at the LAPIC and goes on.
+func endedWithoutExit(err error) bool {
+	return errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN)
+}
+
+// errStop ends the loop quietly (the VM is ending).
+var errStop = errors.New("stop")
+
+func (v *VCPU) stopped() bool {
+	select {
+	case <-v.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncCR8 takes a TPR the guest changed with MOV CR8 into the LAPIC.
+func (v *VCPU) syncCR8(run *kvm.Run) {
+	if run.CR8 != v.cr8 {
+		v.lapic.SetCR8(run.CR8)
+		v.cr8 = run.CR8
+	}
+}
+
+// afterRun is what every return from KVM_RUN leaves behind: the exception
+// queued and the sregs read belong to the entry that ended, and the kick
+// is cleared, in this order, and immediate_exit always: a Notify that won
+// its CAS before the Store may set immediate_exit after we looked, which
+// must cost at most one spurious exit, never leave immediate_exit set
+// with no kick pending (every later KVM_RUN would return at once and the
+// guest would never run again).
+func (v *VCPU) afterRun() {
+	v.exceptionQueued, v.sregsFresh = false, false
+	v.kickPending.Store(false)
+	v.kvm.SetImmediateExit(false)
+}
+
+// sregs returns this exit's segment and control registers, read from KVM
+// (KVM_GET_SREGS) into run.Sync.Sregs on first use. A handler that edits
+// them marks kvm.SyncRegsSregs dirty, and the next KVM_RUN loads them.
+func (v *VCPU) sregs() (*kvm.Sregs, error) {
+	run := v.kvm.RunData()
+	if !v.sregsFresh {
+		s, err := v.kvm.Sregs()
+		if err != nil {
+			return nil, err
+		}
+		run.Sync.Sregs, v.sregsFresh = s, true
+	}
+	return &run.Sync.Sregs, nil
+}
