@@ -85,6 +85,8 @@ type fakeCPU struct {
 	injected  []uint8 // every KVM_INTERRUPT
 	nmis      int
 	nmiErr    error // what KVM_NMI answers (nil: it queues the NMI)
+	intErr    error // what KVM_INTERRUPT answers, when set (nil: it queues the vector)
+	eventsErr error // what KVM_SET_VCPU_EVENTS answers, when set
 	setEvents int
 	sregsGets int // KVM_GET_SREGS calls
 	msrs      map[uint32]uint64
@@ -197,6 +199,9 @@ func (f *fakeCPU) SetSignalMask(blocked uint64) error { f.sigmask = blocked; ret
 func (f *fakeCPU) SetRequestInterruptWindow(on bool) { f.run.RequestInterruptWindow = b2u(on) }
 
 func (f *fakeCPU) Interrupt(vector uint8) error {
+	if f.intErr != nil {
+		return f.intErr
+	}
 	if f.queued >= 0 {
 		return unix.EEXIST // KVM: an external vector is already pending
 	}
@@ -226,6 +231,9 @@ func (f *fakeCPU) Events() (kvm.VCPUEvents, error) {
 }
 
 func (f *fakeCPU) SetEvents(ev kvm.VCPUEvents) error {
+	if f.eventsErr != nil {
+		return f.eventsErr
+	}
 	f.setEvents++
 	if ev.Interrupt.Injected == 0 {
 		f.queued = -1

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -45,5 +47,46 @@ func TestRefusedNMIStopsTheVM(t *testing.T) {
 	err := r.cpus[0].Run()
 	if err == nil || !strings.Contains(err.Error(), "NMI") || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("loop ended with %v, want the refused NMI", err)
+	}
+}
+
+// TestRefusedInterruptStopsTheVM: a vector the LAPIC has acknowledged (it
+// is in service) that KVM_INTERRUPT refuses would be lost for good: the
+// loop ends with an error naming it, which stops the VM, and never goes
+// on as if it were delivered.
+func TestRefusedInterruptStopsTheVM(t *testing.T) {
+	r := newRig(t, 1)
+	s := open(kvm.ExitIRQWindowOpen)
+	s.guest = func(*fakeCPU) { r.apics.Deliver(vlapic.Message{Vector: 0x40, Dest: 0, Source: -1}) }
+	f := newFake(s, outb(0x80, 0))
+	f.intErr = errors.New("refused")
+	r.fakes[0] = f
+	r.build()
+	err := r.cpus[0].Run()
+	if err == nil || !strings.Contains(err.Error(), "injecting vector 0x40") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("loop ended with %v, want the refused vector 0x40", err)
+	}
+}
+
+// TestRefusedExceptionStopsTheVM: an exception a device raises for the
+// guest (#GP for a forged access, say) that KVM_SET_VCPU_EVENTS refuses is
+// an error out of the loop, not an access quietly completed.
+func TestRefusedExceptionStopsTheVM(t *testing.T) {
+	r := newRig(t, 1)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x500, Len: 1, Name: "raises #GP",
+		Cause: exitbus.Fixed(accounting.CausePIOOther), Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			code := uint32(0)
+			return a.VCPU.InjectException(13, &code)
+		})})
+	f := newFake(outb(0x500, 1), outb(0x80, 0))
+	f.eventsErr = errors.New("refused")
+	r.fakes[0] = f
+	r.build()
+	err := r.cpus[0].Run()
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("loop ended with %v, want the refused exception", err)
+	}
+	if f.exc >= 0 {
+		t.Errorf("exception %d queued though KVM refused it", f.exc)
 	}
 }
