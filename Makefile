@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -222,15 +222,15 @@ guestfuzz: guests
 # IPI (bare metal)"): every mode, delivery path and multicast size on 65
 # vCPUs, about a minute here. BENCH_IPI_FLAGS adds flags (e.g. --cpus 1024
 # --modes x2apic-cluster,pv --dests 1,16,1023).
-bench-ipi: build guests
-	@$(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
+bench-ipi: build guests $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE); $(NESTED_RUN)) $(BIN) bench-ipi --out $(CACHE)/bench-ipi $(BENCH_IPI_FLAGS)
 
 # The IPI round trip of the bare-metal round-trip guest (docs/figures.md's "IPI
 # round trips and halt polling"): modes x delivery paths, halted and
 # spinning receiver, halt polling on and off side by side. BENCH_RTT_FLAGS
 # adds flags (e.g. --rounds 2000 --gap 20000).
-bench-rtt: build guests floorvmm $(CACHE)/.bench-deps
-	@$(BIN) bench-rtt --out $(CACHE)/bench-rtt $(BENCH_RTT_FLAGS)
+bench-rtt: build guests floorvmm $(CACHE)/.bench-deps $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE); $(NESTED_RUN)) $(BIN) bench-rtt --out $(CACHE)/bench-rtt $(BENCH_RTT_FLAGS)
 
 $(CACHE)/.bench-deps: Makefile
 	$(call install-missing,$(BENCH_DEBS))
@@ -239,8 +239,17 @@ $(CACHE)/.bench-deps: Makefile
 # (docs/figures.md's "The exit floor"): a port read, an MMIO read and an x2APIC MSR
 # write, 20,000 each, five repetitions alternating between the two.
 # BENCH_EXITS_FLAGS adds flags (e.g. --count 100000 --reps 9).
-bench-exits: build guests floorvmm
-	@$(BIN) bench-exits --out $(CACHE)/bench-exits $(BENCH_EXITS_FLAGS)
+bench-exits: build guests floorvmm $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE); $(NESTED_RUN)) $(BIN) bench-exits --out $(CACHE)/bench-exits $(BENCH_EXITS_FLAGS)
+
+# bench-exits inside the nested VT-x host (Bochs, kvm_intel): govmm and the
+# floor VMM built static (Bochs's L1 is a busybox), side by side there.
+bench-exits-vtx: build guests nested-deps
+	@mkdir -p $(VTX_DIR) && CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
+	@gcc -O2 -static -o $(VTX_DIR)/floorvmm bench/floor/floorvmm.c
+	@$(BIN) nested --host intel --timeout 60m --file $(VTX_DIR) --file $(GUESTS) -- \
+	  $(VTX_DIR)/govmm bench-exits --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --guest $(GUESTS)/floor.elf \
+	  --out /tmp/bench-exits $(or $(BENCH_EXITS_FLAGS),--count 2000 --reps 3)
 
 # virtio-blk against the image read directly on the host, same pattern, one
 # run (scripts/bench-blk.sh): IOPS ratio, exits and device-interrupt exits
