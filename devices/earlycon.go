@@ -72,30 +72,13 @@ func (e *EarlyCon) Write(off uint64, data []byte) {
 	if len(data) == 0 || off%4 != 0 {
 		return // a 16550 on mmio32 decodes aligned registers only
 	}
-	v := data[0]
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	dlab := e.lcr&lcrDLAB != 0
-	switch off >> 2 {
-	case earlyTHR:
-		if dlab {
-			e.dll = v
-			return
-		}
-		e.out.Write([]byte{v})
+	if r := e.latch(off); r != nil {
+		*r = data[0]
+	} else if off>>2 == earlyTHR {
+		e.out.Write(data[:1])
 		e.bytes++
-	case earlyIER:
-		if dlab {
-			e.dlm = v
-		} else {
-			e.ier = v
-		}
-	case earlyLCR:
-		e.lcr = v
-	case earlyMCR:
-		e.mcr = v
-	case earlySCR:
-		e.scr = v
 	}
 }
 
@@ -103,30 +86,41 @@ func (e *EarlyCon) Write(off uint64, data []byte) {
 func (e *EarlyCon) read(off uint64) uint8 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	switch off >> 2 {
+	case earlyIIR:
+		return iirNone
+	case earlyLSR:
+		return lsrEmpty
+	}
+	if r := e.latch(off); r != nil {
+		return *r
+	}
+	return 0 // RBR: nothing received
+}
+
+// latch is the register that holds what is written at off (the divisor
+// latch with LCR.DLAB set), nil for THR and the read-only ones. Called
+// with mu held.
+func (e *EarlyCon) latch(off uint64) *uint8 {
 	dlab := e.lcr&lcrDLAB != 0
 	switch off >> 2 {
 	case earlyTHR:
 		if dlab {
-			return e.dll
+			return &e.dll
 		}
-		return 0
 	case earlyIER:
 		if dlab {
-			return e.dlm
+			return &e.dlm
 		}
-		return e.ier
-	case earlyIIR:
-		return iirNone
+		return &e.ier
 	case earlyLCR:
-		return e.lcr
+		return &e.lcr
 	case earlyMCR:
-		return e.mcr
-	case earlyLSR:
-		return lsrEmpty
+		return &e.mcr
 	case earlySCR:
-		return e.scr
+		return &e.scr
 	}
-	return 0
+	return nil
 }
 
 // Access serves an exit on the page: a write the ring had no room for, or

@@ -34,37 +34,32 @@ func TestTwoNMIsAreTwo(t *testing.T) {
 	}
 }
 
-// An NMI KVM refuses stops the VM with an error naming it; it is never
-// dropped in silence.
-func TestRefusedNMIStopsTheVM(t *testing.T) {
-	r := newRig(t, 1)
-	s := open(kvm.ExitIRQWindowOpen)
-	s.guest = func(*fakeCPU) { r.apics.Deliver(vlapic.Message{Delivery: vlapic.NMI, Dest: 0, Source: -1}) }
-	f := newFake(s, outb(0x80, 0))
-	f.nmiErr = errors.New("refused")
-	r.fakes[0] = f
-	r.build()
-	err := r.cpus[0].Run()
-	if err == nil || !strings.Contains(err.Error(), "NMI") || !strings.Contains(err.Error(), "refused") {
-		t.Fatalf("loop ended with %v, want the refused NMI", err)
-	}
-}
-
-// TestRefusedInterruptStopsTheVM: a vector the LAPIC has acknowledged (it
-// is in service) that KVM_INTERRUPT refuses would be lost for good: the
-// loop ends with an error naming it, which stops the VM, and never goes
-// on as if it were delivered.
-func TestRefusedInterruptStopsTheVM(t *testing.T) {
-	r := newRig(t, 1)
-	s := open(kvm.ExitIRQWindowOpen)
-	s.guest = func(*fakeCPU) { r.apics.Deliver(vlapic.Message{Vector: 0x40, Dest: 0, Source: -1}) }
-	f := newFake(s, outb(0x80, 0))
-	f.intErr = errors.New("refused")
-	r.fakes[0] = f
-	r.build()
-	err := r.cpus[0].Run()
-	if err == nil || !strings.Contains(err.Error(), "injecting vector 0x40") || !strings.Contains(err.Error(), "refused") {
-		t.Fatalf("loop ended with %v, want the refused vector 0x40", err)
+// TestRefusedInjectionStopsTheVM: an NMI KVM_NMI refuses, or a vector the
+// LAPIC has acknowledged (it is in service) that KVM_INTERRUPT refuses,
+// would be lost for good: the loop ends with an error naming it, which
+// stops the VM, and never goes on as if it were delivered.
+func TestRefusedInjectionStopsTheVM(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		msg  vlapic.Message
+		want string
+	}{
+		{"NMI", vlapic.Message{Delivery: vlapic.NMI, Dest: 0, Source: -1}, "NMI"},
+		{"fixed", vlapic.Message{Vector: 0x40, Dest: 0, Source: -1}, "injecting vector 0x40"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 1)
+			s := open(kvm.ExitIRQWindowOpen)
+			s.guest = func(*fakeCPU) { r.apics.Deliver(c.msg) }
+			f := newFake(s, outb(0x80, 0))
+			f.nmiErr, f.intErr = errors.New("refused"), errors.New("refused")
+			r.fakes[0] = f
+			r.build()
+			err := r.cpus[0].Run()
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "refused") {
+				t.Fatalf("loop ended with %v, want %q refused", err, c.want)
+			}
+		})
 	}
 }
 
