@@ -202,7 +202,8 @@ run-baremetal: build guests
 STORM_COUNT ?= 1000000
 STORM_RUN   ?= TestStorm
 storm: guests
-	GOVMM_STORM_COUNT=$(STORM_COUNT) $(GO) test -race -count=1 -timeout 4h -run '$(STORM_RUN)' -v ./tests/
+	$(if $(USE_NESTED),GOVMM_STORM_COUNT=$(STORM_COUNT) $(MAKE) -s nested-test RUN='$(STORM_RUN)' NESTED_TEST_TIMEOUT=6h NESTED_TIMEOUT=7h,\
+	  GOVMM_STORM_COUNT=$(STORM_COUNT) $(GO) test -race -count=1 -timeout 4h -run '$(STORM_RUN)' -v ./tests/)
 
 # Slow (not part of 'make test', which fuzzes for 2 minutes from seed 1):
 # the in-guest fuzzer (guest/baremetal/fuzz.c, TestGuestFuzz) on 4 vCPUs
@@ -216,7 +217,8 @@ FUZZ_SEEDTIME ?= 60s
 FUZZ_ARGS     ?=
 guestfuzz: guests
 	GOVMM_FUZZTIME=$(FUZZTIME) GOVMM_FUZZ_SEED=$(FUZZ_SEED) GOVMM_FUZZ_SEEDTIME=$(FUZZ_SEEDTIME) GOVMM_FUZZ_ARGS='$(FUZZ_ARGS)' \
-		$(GO) test -race -count=1 -timeout 24h -run TestGuestFuzz -v ./tests/
+		$(if $(USE_NESTED),$(MAKE) -s nested-test RUN='^TestGuestFuzz$$$$' NESTED_TEST_TIMEOUT=24h NESTED_TIMEOUT=25h,\
+		$(GO) test -race -count=1 -timeout 24h -run TestGuestFuzz -v ./tests/)
 
 # The exits-per-IPI table of the bare-metal IPI guest (docs/figures.md's "Exits per
 # IPI (bare metal)"): every mode, delivery path and multicast size on 65
@@ -315,9 +317,10 @@ test: test-deps build guests floorvmm initramfs kernel debian-kernel vet lint te
 # with NESTED_VTX=1 (make test), the VT-x subset after it. RUN=regexp runs
 # some tests only, in one L1. Each L1's JSON events go to its own log;
 # nested.json is all of them.
-NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested-$(1).json $(T2J) 60m $(TESTBIN) $(MODULE)/ $(4); \
+NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(TESTLOG)/nested-$(1).json $(T2J) $(NESTED_TEST_TIMEOUT) $(TESTBIN) $(MODULE)/ $(4); \
 	   echo $$? > $(TESTLOG)/nested-$(1).rc; } | $(SUMMARY) filter -tests /dev/null
 NESTED_VTX ?=
+NESTED_TEST_TIMEOUT ?= 60m
 # The second L1's tests (go test's -run syntax; the first L1 skips them):
 # TestStorm's avic half (18 minutes there). Debian's default kernel stays
 # on request (make boot-debian-default): in the nested host its three
