@@ -74,7 +74,10 @@ func Open(path string) (*System, error) {
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		why := err.Error()
-		if hint := noKVMHint(sysfs, err); hint != "" {
+		// sysfs speaks of the kernel's /dev/kvm: its hints fit another
+		// path (--kvm) only where they are about permission.
+		denied := errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+		if hint := noKVMHint(sysfs, err); hint != "" && (path == "/dev/kvm" || denied) {
 			why += " (" + hint + ")"
 		}
 		return nil, fmt.Errorf("%w: cannot open %s: %s", ErrNoKVM, path, why)
