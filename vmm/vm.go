@@ -284,11 +284,6 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.apics = vlapic.NewBus(n, vm.clock, sink{vm}, vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
 		Latency: ipiLatency{&vm.acct.Latency}})
-	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, func(i int, base uint64) error {
-		return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base)
-	}); err != nil {
-		return err
-	}
 	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
 	if err := vm.registerLAPICs(&vm.bus); err != nil {
@@ -309,6 +304,13 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		if err := c.SetCPUID(cpuidFor(supported, i, n, opts)); err != nil {
 			return err
 		}
+	}
+	// After KVM_SET_CPUID2: KVM takes EXTD in APIC_BASE only from a vCPU
+	// whose CPUID shows x2APIC (kvm_set_apic_base's reserved bits).
+	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, func(i int, base uint64) error {
+		return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base)
+	}); err != nil {
+		return err
 	}
 	vm.cpus = make([]*vcpu.VCPU, n)
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
