@@ -144,6 +144,10 @@ func (v *VCPU) ID() int { return v.id }
 // State returns where the vCPU is now (racy by nature; for display).
 func (v *VCPU) State() State { return State(v.state.Load()) }
 
+// KickPending tells whether a kick was sent (Notify) that no return from
+// KVM_RUN has answered yet. Any thread may call it (the watchdog).
+func (v *VCPU) KickPending() bool { return v.kickPending.Load() }
+
 // Error is a fatal vCPU error: the VM stops and govmm reports it.
 type Error struct {
 	CPU int

@@ -330,6 +330,13 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			return err
 		}
 	}
+	// After KVM_SET_CPUID2: KVM takes EXTD in APIC_BASE only from a vCPU
+	// whose CPUID shows x2APIC (kvm_set_apic_base's reserved bits).
+	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, func(i int, base uint64) error {
+		return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base)
+	}); err != nil {
+		return err
+	}
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
 	syms := sync.OnceValue(func() *ksyms.Table {
@@ -587,3 +594,33 @@ func (vm *VM) SyscallDoorbell() bool { return vm.doorbell }
 
 // TSCDeadline reports whether the VM's CPUID advertises TSC-deadline mode.
 func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }
+
+// x2APICHandoff does what platform firmware does for a machine with an
+// APIC ID above 254 (OVMF's MpInitLib: "Force x2APIC mode because Initial
+// APIC ID is greater than 255"; the x2APIC specification asks the BIOS to
+// hand such a machine over in x2APIC mode): every LAPIC leaves reset in
+// x2APIC mode. Left in xAPIC mode, CPU i answers to the 8-bit xAPIC ID
+// i & 0xFF, so CPU 257 took the INIT and SIPIs Linux sent to APIC ID 1
+// (two CPUs ran CPU 1's start-up code: a 288-vCPU boot died there), and
+// Linux, which parses the MADT before it enables x2APIC, ignored the
+// x2APIC entries of IDs 255 and up ("Allowing 255 CPUs"). Found in x2APIC
+// mode at boot, Linux uses the x2APIC driver from the MADT on. INIT keeps
+// the mode (SDM 11.12.5.1), so the APs stay in x2APIC through their
+// start-up. x2 says whether x2APIC is offered; kvmBase hands CPU i's new
+// APIC_BASE to KVM's copy (as syncKVMAPICBase does).
+func x2APICHandoff(apics *vlapic.Bus, x2 bool, kvmBase func(i int, base uint64) error) error {
+	if !x2 || apics.Len() <= 255 {
+		return nil
+	}
+	for i := range apics.Len() {
+		a := apics.LAPIC(i)
+		base := a.Base() | vlapic.BaseEXTD
+		if err := a.SetBase(base); err != nil {
+			return fmt.Errorf("vCPU %d: x2APIC at hand-off: %w", i, err)
+		}
+		if err := kvmBase(i, base); err != nil {
+			return fmt.Errorf("vCPU %d: APIC_BASE %#x at hand-off, KVM's copy: %w", i, base, err)
+		}
+	}
+	return nil
+}

@@ -16,8 +16,12 @@ import (
 //   - a vCPU thread in the VMM (StateVMM: serving an exit) whose exit
 //     count has not moved for the limit: an exit handler blocked (a lock
 //     never released, a channel nobody reads);
-//   - a vCPU in guest mode that was kicked (work waiting for it) and made
-//     no exit for the limit: a kick lost;
+//   - a vCPU in guest mode whose kick (work waiting for it) is still
+//     pending after the limit, with no exit meanwhile: a kick lost. Pending
+//     is the vCPU's own flag, cleared by the return from KVM_RUN, not a
+//     count of kicks sent: a kick answered by its exit and followed by a
+//     guest that computes (or spins with interrupts off) without exits,
+//     both between two ticks, is not a lost kick;
 //   - a virtqueue whose device has held one chain for the limit
 //     (virtio.QueueStats.BusySince): a backend blocked.
 //
@@ -42,9 +46,9 @@ const (
 
 // cpuSample is what the watchdog reads of one vCPU at a tick.
 type cpuSample struct {
-	state vcpu.State
-	exits uint64 // exits so far
-	kicks uint64 // kicks sent to it so far
+	state       vcpu.State
+	exits       uint64 // exits so far
+	kickPending bool   // a kick sent and KVM_RUN not returned since
 }
 
 // queueSample is one virtqueue at a tick.
@@ -59,7 +63,7 @@ type watchdog struct {
 	last      []cpuSample
 	since     []time.Time // when vCPU i's exit count last moved
 	parkedAt  time.Time   // every vCPU parked since; zero: not all parked
-	kickedAt  []time.Time // first tick a kick was seen unanswered; zero: none
+	kickedAt  []time.Time // first tick of a run of ticks that saw a kick pending; zero: none
 	hasSample bool
 }
 
@@ -85,7 +89,10 @@ func (w *watchdog) check(now time.Time, cpus []cpuSample, queues []queueSample) 
 				return fmt.Errorf("%w: vCPU %d has been serving one exit for %v (exits stuck at %d)", ErrStuck, i, stalled.Round(time.Second), c.exits)
 			}
 		case vcpu.StateGuest:
-			if w.hasSample && c.kicks != w.last[i].kicks && w.kickedAt[i].IsZero() {
+			switch {
+			case !c.kickPending:
+				w.kickedAt[i] = time.Time{}
+			case w.kickedAt[i].IsZero():
 				w.kickedAt[i] = now
 			}
 			if !w.kickedAt[i].IsZero() && now.Sub(w.kickedAt[i]) >= w.limit {
@@ -125,7 +132,7 @@ func (vm *VM) samples() ([]cpuSample, []queueSample) {
 		for j := range s.Exits {
 			n += s.Exits[j].Load()
 		}
-		cpus[i] = cpuSample{state: c.State(), exits: n, kicks: s.KicksSent.Load()}
+		cpus[i] = cpuSample{state: c.State(), exits: n, kickPending: c.KickPending()}
 	}
 	var queues []queueSample
 	if vm.pci != nil {

@@ -1,0 +1,53 @@
+package vmm
+
+import (
+	"testing"
+
+	"github.com/govmm/govmm/vlapic"
+)
+
+// With more than 255 CPUs every LAPIC is handed over in x2APIC mode, so
+// that an INIT to APIC ID 1 reaches CPU 1 alone: left at reset (xAPIC),
+// CPU 257 answered to its 8-bit xAPIC ID 1 as well, and a 288-vCPU Linux
+// boot ran CPU 1's start-up code on two vCPUs.
+func TestX2APICHandoff(t *testing.T) {
+	init1 := vlapic.Message{Dest: 1, DestMode: vlapic.Physical, Delivery: vlapic.INIT, Assert: true, Source: 0}
+	for _, tc := range []struct {
+		cpus    int
+		x2      bool
+		x2mode  bool // every LAPIC in x2APIC mode after the hand-off
+		targets int  // CPUs the INIT to ID 1 reaches
+	}{
+		{288, true, true, 1},
+		{256, true, true, 1},
+		{255, true, false, 1},
+		{64, true, false, 1},
+		{64, false, false, 1},
+	} {
+		bus := vlapic.NewBus(tc.cpus, nil, nil, vlapic.Options{X2APIC: tc.x2})
+		var synced []int
+		if err := x2APICHandoff(bus, tc.x2, func(i int, base uint64) error {
+			if base&vlapic.BaseEXTD == 0 {
+				t.Errorf("%d CPUs: KVM's APIC_BASE of CPU %d given as %#x", tc.cpus, i, base)
+			}
+			synced = append(synced, i)
+			return nil
+		}); err != nil {
+			t.Fatalf("%d CPUs: %v", tc.cpus, err)
+		}
+		if n := bus.Deliver(init1); n != tc.targets {
+			t.Errorf("%d CPUs (x2APIC offered %v): INIT to APIC ID 1 reached %d CPUs, want %d", tc.cpus, tc.x2, n, tc.targets)
+		}
+		for i := range tc.cpus {
+			if m := bus.LAPIC(i).Mode(); (m == vlapic.ModeX2APIC) != tc.x2mode {
+				t.Fatalf("%d CPUs (x2APIC offered %v): CPU %d in mode %v", tc.cpus, tc.x2, i, m)
+			}
+		}
+		if tc.x2mode && len(synced) != tc.cpus {
+			t.Errorf("%d CPUs: KVM's APIC_BASE synced for %d", tc.cpus, len(synced))
+		}
+		if bus.LAPIC(0).Base()&vlapic.BaseBSP == 0 {
+			t.Errorf("%d CPUs: CPU 0 lost BSP", tc.cpus)
+		}
+	}
+}
