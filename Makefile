@@ -108,7 +108,8 @@ boot-debian: build initramfs debian-kernel test-deps
 boot-debian-default: build initramfs deps
 	@scripts/debian-kernel.sh $(CACHE) amd64
 	GOVMM_DEBIAN_DEFAULT_KERNEL=$(CACHE)/debian-kernel-amd64/vmlinuz GOVMM_LINUX_BOOT_LIMIT=80m \
-	  $(GO) test -count=1 -timeout 180m -v -run 'TestBootDebianDefaultKernel' ./tests/
+	  $(if $(USE_NESTED),$(MAKE) -s nested-test RUN='^TestBootDebianDefaultKernel$$$$' NESTED_TEST_TIMEOUT=180m NESTED_TIMEOUT=200m,\
+	  $(GO) test -count=1 -timeout 180m -v -run 'TestBootDebianDefaultKernel' ./tests/)
 
 build: deps
 	@mkdir -p $(dir $(BIN))
