@@ -74,3 +74,36 @@ func TestLatencyReport(t *testing.T) {
 		t.Errorf("text report lacks the latency table:\n%s", s.String())
 	}
 }
+
+// TestLatencyReportStagesInOrder: a report taken while interrupts pass
+// their stages never shows a later stage ahead of an earlier one, since
+// Report reads the stages last to first.
+func TestLatencyReportStagesInOrder(t *testing.T) {
+	var l Latencies
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for s := range NumLatencyStages {
+				l.Observe(s, IPIX2APICLogical, 1000)
+			}
+		}
+	}()
+	for range 2000 {
+		counts := map[string]uint64{}
+		for _, r := range l.Report() {
+			counts[r.Stage] = r.Count
+		}
+		if counts["ended"] > counts["injected"] || counts["injected"] > counts["accepted"] {
+			t.Fatalf("report shows %v: a later stage ahead of an earlier one", counts)
+		}
+	}
+	close(stop)
+	<-done
+}
