@@ -27,7 +27,7 @@ const earlyConDrainEvery = 10 * time.Millisecond
 
 // earlyConsole is the early console with the queue in front of it: KVM's
 // coalesced ring, when this host has read-only memory slots and
-// coalesced MMIO (fast), or nothing, every access then an exit.
+// coalesced MMIO, or nothing (the zero ring: every access then exits).
 //
 // Concurrency: mu orders everything written to the VM's console: a ring
 // drain (from the periodic drainer, an exit on the page, or another
@@ -39,7 +39,6 @@ type earlyConsole struct {
 	page []byte // the read-only slot's memory (mmapped: page-aligned)
 	mu   sync.Mutex
 	ring kvm.CoalescedRing // zero where the host cannot coalesce
-	fast bool
 }
 
 // setupEarlyCon puts the early console on the exit bus and, where the host
@@ -74,14 +73,17 @@ func (vm *VM) setupEarlyCon(slot uint32) error {
 	if !ok {
 		return fmt.Errorf("early console: KVM puts the coalesced ring at page %d, beyond a vCPU's mapping", off)
 	}
-	e.ring, e.fast = ring, true
+	e.ring = ring
 	return nil
 }
 
 // EarlyConsoleCoalesced says whether the early console's writes queue in
 // KVM's ring (a read-only slot and a coalesced zone on this host) rather
 // than exiting one by one.
-func (vm *VM) EarlyConsoleCoalesced() bool { return vm.early != nil && vm.early.fast }
+func (vm *VM) EarlyConsoleCoalesced() bool { return vm.early != nil && vm.early.coalesced() }
+
+// coalesced says whether the ring is KVM's (setupEarlyCon found one).
+func (e *earlyConsole) coalesced() bool { return e.ring != kvm.CoalescedRing{} }
 
 // EarlyConsoleBytes is how many bytes the guest printed on the early
 // console.
@@ -116,10 +118,11 @@ func (e *earlyConsole) drainLocked() {
 	})
 }
 
-// drainUntil drains every earlyConDrainEvery until done closes, then once
-// more: nothing the guest printed is left in the ring when the VM ends.
+// drainUntil drains every earlyConDrainEvery until done closes; Run
+// drains once more when the vCPUs have stopped, so nothing the guest
+// printed is left in the ring when the VM ends.
 func (e *earlyConsole) drainUntil(done <-chan struct{}) {
-	if !e.fast {
+	if !e.coalesced() {
 		return
 	}
 	t := time.NewTicker(earlyConDrainEvery)
@@ -127,7 +130,6 @@ func (e *earlyConsole) drainUntil(done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
-			e.drain()
 			return
 		case <-t.C:
 			e.drain()

@@ -459,7 +459,7 @@ func (vm *VM) Run(timeout time.Duration) Result {
 		}
 	}, StopGrace)
 	<-drained
-	vm.early.drain() // what the vCPUs queued as they stopped
+	vm.early.drain() // everything left, what the vCPUs queued as they stopped included
 	res := Result{Status: vm.status, How: vm.how, Err: vm.err, Duration: time.Since(start)}
 	if len(stuck) > 0 {
 		vm.abandoned = true
