@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -225,6 +225,15 @@ guestfuzz: guests
 	GOVMM_FUZZTIME=$(FUZZTIME) GOVMM_FUZZ_SEED=$(FUZZ_SEED) GOVMM_FUZZ_SEEDTIME=$(FUZZ_SEEDTIME) GOVMM_FUZZ_ARGS='$(FUZZ_ARGS)' \
 		$(if $(USE_NESTED),$(MAKE) -s nested-test RUN='^TestGuestFuzz$$$$' NESTED_TEST_TIMEOUT=24h NESTED_TIMEOUT=25h,\
 		$(GO) test -race -count=1 -timeout 24h -run TestGuestFuzz -v ./tests/)
+
+# The same fuzz inside the nested VT-x host (Bochs, kvm_intel), for
+# FUZZTIME_VTX (10m), INIT and SIPI included. The tests binary there is
+# built static without the race detector (Bochs's L1 is a busybox; -race
+# needs cgo); the AMD-V run above is the one under -race.
+FUZZTIME_VTX ?= 10m
+guestfuzz-vtx: guests
+	@GOVMM_FUZZTIME=$(FUZZTIME_VTX) GOVMM_FUZZ_SEED=$(FUZZ_SEED) GOVMM_FUZZ_SEEDTIME=$(FUZZ_SEEDTIME) GOVMM_FUZZ_ARGS='$(FUZZ_ARGS)' \
+		$(MAKE) -s nested-vtx VTX_RUN='^TestGuestFuzz$$$$' VTX_SKIP= VTX_MODES=
 
 # The exits-per-IPI table of the bare-metal IPI guest (docs/figures.md's "Exits per
 # IPI (bare metal)"): every mode, delivery path and multicast size on 65

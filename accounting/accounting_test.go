@@ -5,47 +5,24 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-)
 
-// TestCauseNames: every cause has a name of its own, from fixedCauses or
-// its APIC register, not the fallback for a number that is no cause.
-func TestCauseNames(t *testing.T) {
-	seen := map[string]Cause{}
-	for c := Cause(0); c < NumCauses; c++ {
-		n := c.String()
-		if n == "" || strings.HasPrefix(n, "cause") {
-			t.Errorf("cause %d has no name (%q)", c, n)
-		}
-		if fixed := c >= causeFixed; fixed != (fixedCauses[c].name != "") {
-			t.Errorf("cause %d (%s): in fixedCauses %v, want %v", c, n, !fixed, fixed)
-		}
-		if prev, ok := seen[n]; ok {
-			t.Fatalf("causes %d and %d are both named %q", prev, c, n)
-		}
-		seen[n] = c
-	}
-	if got := APICCause(true, true, 0x30).String(); got != "msr_x2apic_icr_write" {
-		t.Errorf("x2APIC ICR write is %q", got)
-	}
-	if got := APICCause(false, false, 0x30).String(); got != "mmio_apic_icr_read" {
-		t.Errorf("xAPIC ICR read is %q", got)
-	}
-}
+	"github.com/govmm/govmm/exitcause"
+)
 
 // TestSections: a section holds exactly the exits between its markers, not
 // the marker exits themselves.
 func TestSections(t *testing.T) {
 	a := NewVM(2)
 	a.Delivery = "avic"
-	a.CPUs[0].Exit(CauseHLT) // before: not in the section
-	a.CPUs[0].Exit(CausePIOMark)
+	a.CPUs[0].Exit(exitcause.HLT) // before: not in the section
+	a.CPUs[0].Exit(exitcause.PIOMark)
 	a.Mark(0, 7)
-	a.CPUs[0].Exit(APICCause(true, true, 0x30))
-	a.CPUs[1].Exit(APICCause(true, true, 0x0B))
-	a.CPUs[1].Exit(CauseHLT)
-	a.CPUs[0].Exit(CausePIOMark)
+	a.CPUs[0].Exit(exitcause.APIC(true, true, 0x30))
+	a.CPUs[1].Exit(exitcause.APIC(true, true, 0x0B))
+	a.CPUs[1].Exit(exitcause.HLT)
+	a.CPUs[0].Exit(exitcause.PIOMark)
 	a.Mark(0, 0)
-	a.CPUs[1].Exit(CauseHLT) // after: not in the section
+	a.CPUs[1].Exit(exitcause.HLT) // after: not in the section
 	secs := a.Sections()
 	if len(secs) != 1 || secs[0].ID != 7 {
 		t.Fatalf("sections %+v", secs)
@@ -119,105 +96,18 @@ func BenchmarkExit(b *testing.B) {
 	a := NewVM(1)
 	b.ReportAllocs()
 	for b.Loop() {
-		a.CPUs[0].Exit(CauseHLT)
+		a.CPUs[0].Exit(exitcause.HLT)
 	}
 }
 
-// TestCauseClasses: every cause has a class of its own (none falls through
-// to the default) and survives its name.
-func TestCauseClasses(t *testing.T) {
-	for c := Cause(0); c < NumCauses; c++ {
-		k, ok := c.class()
-		if !ok || k >= NumClasses {
-			t.Errorf("cause %d (%s) has no class", c, c)
-		}
-		if back, ok := ParseCause(c.String()); !ok || back != c {
-			t.Errorf("ParseCause(%q) = %d, %v; want %d", c.String(), back, ok, c)
-		}
+// TestClassOf: a report's cause names map to their classes; a name that
+// is no cause is ClassOther.
+func TestClassOf(t *testing.T) {
+	if got := ClassOf("msr_x2apic_icr_write"); got != exitcause.ClassICR {
+		t.Errorf("ClassOf(msr_x2apic_icr_write) = %s, want icr", got)
 	}
-	for k := Class(0); k < NumClasses; k++ {
-		if strings.HasPrefix(k.String(), "class") {
-			t.Errorf("class %d has no name", k)
-		}
-	}
-	if _, ok := ParseCause("no_such_cause"); ok || ClassOf("no_such_cause") != ClassOther {
-		t.Error("an unknown cause name parses")
-	}
-	if NumCauses.Class() != ClassOther {
-		t.Error("a number past the causes is not ClassOther")
-	}
-}
-
-// TestCauseClassTable pins the classes the report, dashboard and benchmarks
-// rely on. The timer's initial-count register (TMICT, named timer_icr) is
-// the case a name-based rule ("_icr" in the name: an IPI send) got wrong.
-func TestCauseClassTable(t *testing.T) {
-	x2w := func(reg uint16) Cause { return APICCause(true, true, reg) }
-	x2r := func(reg uint16) Cause { return APICCause(true, false, reg) }
-	xw := func(reg uint16) Cause { return APICCause(false, true, reg) }
-	xr := func(reg uint16) Cause { return APICCause(false, false, reg) }
-	for _, tc := range []struct {
-		name string
-		c    Cause
-		want Class
-	}{
-		{"msr_x2apic_icr_write", x2w(0x30), ClassICR},
-		{"msr_x2apic_icr_read", x2r(0x30), ClassICR},
-		{"mmio_apic_icr_write", xw(0x30), ClassICR},
-		{"mmio_apic_icr_read", xr(0x30), ClassICR}, // the xAPIC idle read before a send
-		{"mmio_apic_icr2_write", xw(0x31), ClassICR},
-		{"msr_x2apic_self_ipi_write", x2w(0x3F), ClassSelfIPI},
-		{"msr_pv_send_ipi", CauseMSRPVIPI, ClassPVIPI},
-		{"msr_x2apic_eoi_write", x2w(0x0B), ClassEOI},
-		{"mmio_apic_eoi_write", xw(0x0B), ClassEOI},
-		{"msr_x2apic_timer_icr_write", x2w(0x38), ClassAPICOther},
-		{"mmio_apic_timer_icr_write", xw(0x38), ClassAPICOther},
-		{"msr_x2apic_timer_icr_read", x2r(0x38), ClassAPICOther},
-		{"mmio_apic_timer_ccr_read", xr(0x39), ClassAPICOther},
-		{"msr_x2apic_lvt_timer_write", x2w(0x32), ClassAPICOther},
-		{"msr_x2apic_tpr_write", x2w(0x08), ClassAPICOther},
-		{"msr_x2apic_isr1_read", x2r(0x11), ClassAPICOther},
-		{"msr_tsc_deadline_write", CauseMSRTSCDeadlineWrite, ClassAPICOther},
-		{"msr_apic_base_write", CauseMSRAPICBaseWrite, ClassAPICOther},
-		{"msr_pv_eoi_write", CauseMSRPVEOIWrite, ClassAPICOther},
-		{"set_tpr", CauseSetTPR, ClassAPICOther},
-		{"mmio_ioapic_eoi_write", CauseMMIOIOAPICEOIWrite, ClassIOAPIC},
-		{"mmio_ioapic_iowin_write", CauseMMIOIOAPICWinWrite, ClassIOAPIC},
-		{"mmio_iommu_write", CauseMMIOIOMMUWrite, ClassIOMMU},
-		{"pio_serial", CausePIOSerial, ClassPIO},
-		{"pio_other", CausePIOOther, ClassPIO},
-		{"hlt", CauseHLT, ClassHLT},
-		{"irq_window", CauseIRQWindow, ClassIRQWindow},
-		{"kick", CauseKick, ClassKick},
-		{"kick_spurious", CauseKickSpurious, ClassKickSpurious},
-		{"recover_int3", CauseRecoverInt3, ClassRecover},
-		{"recover_xsave", CauseRecoverXSAVE, ClassRecover},
-		{"recover_xstate_fault", CauseRecoverXStateFault, ClassRecover},
-		{"syscall_doorbell", CauseSyscallDoorbell, ClassDoorbell},
-		{"msr_syscall_entry_write", CauseMSRSyscallEntryWrite, ClassDoorbell},
-		{"msr_other_write", CauseMSROtherWrite, ClassOther},
-		{"mmio_other", CauseMMIOOther, ClassOther},
-		{"shutdown", CauseShutdown, ClassOther},
-	} {
-		if tc.c.String() != tc.name {
-			t.Errorf("cause %d is %q, want %q", tc.c, tc.c, tc.name)
-		}
-		if got := tc.c.Class(); got != tc.want {
-			t.Errorf("%s: class %s, want %s", tc.name, got, tc.want)
-		}
-		if got := ClassOf(tc.name); got != tc.want {
-			t.Errorf("ClassOf(%q) = %s, want %s", tc.name, got, tc.want)
-		}
-	}
-	for _, c := range []Cause{x2w(0x30), xw(0x30), xr(0x30), xw(0x31), x2w(0x3F), CauseMSRPVIPI} {
-		if !c.Class().IPISend() {
-			t.Errorf("%s is not an IPI send", c)
-		}
-	}
-	for _, c := range []Cause{x2w(0x38), xw(0x38), x2w(0x0B), CauseMSRTSCDeadlineWrite, CauseMSRPVEOIWrite, CauseHLT} {
-		if c.Class().IPISend() {
-			t.Errorf("%s is an IPI send", c)
-		}
+	if got := ClassOf("no_such_cause"); got != exitcause.ClassOther {
+		t.Errorf("ClassOf(no_such_cause) = %s, want other", got)
 	}
 }
 
@@ -226,10 +116,10 @@ func TestCauseClassTable(t *testing.T) {
 // column of its own, not other.
 func TestTableColumns(t *testing.T) {
 	a := NewVM(1)
-	for _, c := range []Cause{APICCause(false, false, 0x30), APICCause(false, true, 0x31), APICCause(false, true, 0x30),
-		APICCause(true, true, 0x38), APICCause(true, true, 0x38), APICCause(false, true, 0x38),
-		APICCause(true, true, 0x0B), CauseMSRPVEOIWrite, CauseMMIOIOAPICEOIWrite, CauseMSRPVIPI,
-		CausePIOSerial, CauseHLT, CauseKick, CauseKickSpurious, CauseRecoverXSAVE} {
+	for _, c := range []exitcause.Cause{exitcause.APIC(false, false, 0x30), exitcause.APIC(false, true, 0x31), exitcause.APIC(false, true, 0x30),
+		exitcause.APIC(true, true, 0x38), exitcause.APIC(true, true, 0x38), exitcause.APIC(false, true, 0x38),
+		exitcause.APIC(true, true, 0x0B), exitcause.MSRPVEOIWrite, exitcause.MMIOIOAPICEOIWrite, exitcause.MSRPVIPI,
+		exitcause.PIOSerial, exitcause.HLT, exitcause.Kick, exitcause.KickSpurious, exitcause.RecoverXSAVE} {
 		a.CPUs[0].Exit(c)
 	}
 	var buf bytes.Buffer

@@ -1,6 +1,10 @@
 package accounting
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/govmm/govmm/exitcause"
+)
 
 // VCPU holds one vCPU's counters. Exits is written only by that vCPU's
 // thread and read by anyone (dashboard, sections, reports), hence atomics.
@@ -8,7 +12,7 @@ import "sync/atomic"
 // are written by whichever thread delivers or kicks. Every field is a
 // plain atomic: counting is one lock-free add, with no allocation.
 type VCPU struct {
-	Exits        [NumCauses]atomic.Uint64
+	Exits        [exitcause.NumCauses]atomic.Uint64
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
 	// IPIRecvExits are this vCPU's exits that an IPI to it caused, by the
@@ -121,12 +125,32 @@ func byWhy(why ChargeReason, hlt, kick, window, eoi *atomic.Uint64) *atomic.Uint
 	}
 }
 
-// Exit counts one exit of cause c.
-func (v *VCPU) Exit(c Cause) { v.Exits[c].Add(1) }
+// Exit counts one exit of cause c. It and the methods below are the vCPU
+// loop's counters (vcpu.Counters): each is one lock-free add.
+func (v *VCPU) Exit(c exitcause.Cause) { v.Exits[c].Add(1) }
+
+// Woke counts a wake-up from HLT or wait-for-SIPI.
+func (v *VCPU) Woke() { v.Wakeups.Add(1) }
+
+// HaltPollBegan counts a halt poll as it begins; HaltPollEnded adds the
+// host time it took.
+func (v *VCPU) HaltPollBegan()             { v.HaltPolls.Add(1) }
+func (v *VCPU) HaltPollEnded(nanos uint64) { v.HaltPollNanos.Add(nanos) }
+
+// HaltPollHit counts a halt whose poll saw the wake-up.
+func (v *VCPU) HaltPollHit() { v.HaltPollHits.Add(1) }
+
+// KickSent counts a kick aimed at the vCPU; KickFailed one that could not
+// be sent.
+func (v *VCPU) KickSent()   { v.KicksSent.Add(1) }
+func (v *VCPU) KickFailed() { v.KicksFailed.Add(1) }
+
+// NMIInjected counts an NMI injected into the vCPU.
+func (v *VCPU) NMIInjected() { v.NMIs.Add(1) }
 
 // Snapshot is a plain copy of a vCPU's counters.
 type Snapshot struct {
-	Exits        [NumCauses]uint64
+	Exits        [exitcause.NumCauses]uint64
 	IPISent      [NumIPIKinds]uint64
 	IPIDelivered [NumIPIKinds]uint64
 	IPIRecvExits [NumIPIKinds]uint64
@@ -187,7 +211,7 @@ func (s Snapshot) Total() uint64 {
 }
 
 // Sum adds the causes in [from, to).
-func (s Snapshot) Sum(from, to Cause) uint64 {
+func (s Snapshot) Sum(from, to exitcause.Cause) uint64 {
 	var t uint64
 	for c := from; c < to; c++ {
 		t += s.Exits[c]

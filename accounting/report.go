@@ -6,6 +6,8 @@ import (
 	"io"
 	"sort"
 	"text/tabwriter"
+
+	"github.com/govmm/govmm/exitcause"
 )
 
 // Report is the accounting of a finished (or running) VM in a form for
@@ -54,7 +56,7 @@ func cpuReport(cpu int, s Snapshot) CPUReport {
 	r := CPUReport{CPU: cpu, Exits: s.Total(), ByCause: map[string]uint64{}, CPUCounters: s.CPUCounters}
 	for c, n := range s.Exits {
 		if n != 0 {
-			r.ByCause[Cause(c).String()] = n
+			r.ByCause[exitcause.Cause(c).String()] = n
 		}
 	}
 	for v, n := range s.InjectedVec {
@@ -127,17 +129,17 @@ func (r Report) WriteJSON(w io.Writer) error {
 // the "other" column is the exits in none of them.
 var tableColumns = []struct {
 	name    string
-	classes []Class
+	classes []exitcause.Class
 }{
-	{"icr", []Class{ClassICR, ClassSelfIPI}},
-	{"pv-ipi", []Class{ClassPVIPI}},
-	{"eoi", []Class{ClassEOI}},
-	{"apic-other", []Class{ClassAPICOther}},
-	{"pio", []Class{ClassPIO}},
-	{"hlt", []Class{ClassHLT}},
-	{"irq-win", []Class{ClassIRQWindow}},
-	{"kick", []Class{ClassKick, ClassKickSpurious}},
-	{"recover", []Class{ClassRecover}},
+	{"icr", []exitcause.Class{exitcause.ClassICR, exitcause.ClassSelfIPI}},
+	{"pv-ipi", []exitcause.Class{exitcause.ClassPVIPI}},
+	{"eoi", []exitcause.Class{exitcause.ClassEOI}},
+	{"apic-other", []exitcause.Class{exitcause.ClassAPICOther}},
+	{"pio", []exitcause.Class{exitcause.ClassPIO}},
+	{"hlt", []exitcause.Class{exitcause.ClassHLT}},
+	{"irq-win", []exitcause.Class{exitcause.ClassIRQWindow}},
+	{"kick", []exitcause.Class{exitcause.ClassKick, exitcause.ClassKickSpurious}},
+	{"recover", []exitcause.Class{exitcause.ClassRecover}},
 }
 
 // counterColumns are the vCPU counters with a column of their own in the

@@ -2,6 +2,8 @@ package accounting
 
 import (
 	"sync"
+
+	"github.com/govmm/govmm/exitcause"
 )
 
 // VM is the accounting of a whole VM: one VCPU per vCPU plus the measured
@@ -55,14 +57,14 @@ func (a *VM) Mark(cpu int, id int) {
 	defer a.mu.Unlock()
 	snap := a.Snapshot()
 	if a.open != 0 {
-		snap[cpu].Exits[CausePIOMark]-- // the closing marker itself
+		snap[cpu].Exits[exitcause.PIOMark]-- // the closing marker itself
 		sec := Section{ID: a.open, CPUs: make([]Snapshot, len(snap))}
 		for i := range snap {
 			sec.CPUs[i] = snap[i].Sub(a.openAt[i])
 		}
 		a.sections = append(a.sections, sec)
 		a.open = 0
-		snap[cpu].Exits[CausePIOMark]++
+		snap[cpu].Exits[exitcause.PIOMark]++
 	}
 	if id != 0 {
 		a.open, a.openAt = id, snap

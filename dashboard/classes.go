@@ -1,13 +1,16 @@
 package dashboard
 
-import "github.com/govmm/govmm/accounting"
+import (
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
+)
 
 // A cause class groups exit causes the way a person reads them: the ICR
 // (sending IPIs), govmm's PV send-IPI, the LAPIC EOI (finishing an interrupt), the rest of the
 // APIC, port I/O, the IOAPIC and IOMMU, HLT, interrupt windows, kicks,
 // emulator-gap recoveries and everything else. The history and the chart
 // are per class because 280-odd causes do not fit on a chart. They are
-// groups of accounting.Class, which classifies each cause.
+// groups of exitcause.Class, which classifies each cause.
 type class uint8
 
 const (
@@ -38,32 +41,32 @@ func (c class) String() string { return classNames[c] }
 // kicks and the SYSCALL doorbell are "other". (The PV send-IPI was too,
 // until it had a class here: a grouping of its own in each consumer is how
 // msr_pv_send_ipi came to show as "other" though accounting classed it.)
-var ofAccounting = [accounting.NumClasses]class{
-	accounting.ClassICR:          classICR,
-	accounting.ClassSelfIPI:      classICR,
-	accounting.ClassPVIPI:        classPVIPI,
-	accounting.ClassEOI:          classEOI,
-	accounting.ClassAPICOther:    classAPICOther,
-	accounting.ClassPIO:          classPIO,
-	accounting.ClassIOAPIC:       classIOAPIC,
-	accounting.ClassIOMMU:        classIOMMU,
-	accounting.ClassPCI:          classPCI,
-	accounting.ClassVirtio:       classVirtio,
-	accounting.ClassHLT:          classHLT,
-	accounting.ClassIRQWindow:    classIRQWindow,
-	accounting.ClassKick:         classKick,
-	accounting.ClassKickSpurious: classOther,
-	accounting.ClassRecover:      classRecover,
-	accounting.ClassDoorbell:     classOther,
-	accounting.ClassOther:        classOther,
+var ofAccounting = [exitcause.NumClasses]class{
+	exitcause.ClassICR:          classICR,
+	exitcause.ClassSelfIPI:      classICR,
+	exitcause.ClassPVIPI:        classPVIPI,
+	exitcause.ClassEOI:          classEOI,
+	exitcause.ClassAPICOther:    classAPICOther,
+	exitcause.ClassPIO:          classPIO,
+	exitcause.ClassIOAPIC:       classIOAPIC,
+	exitcause.ClassIOMMU:        classIOMMU,
+	exitcause.ClassPCI:          classPCI,
+	exitcause.ClassVirtio:       classVirtio,
+	exitcause.ClassHLT:          classHLT,
+	exitcause.ClassIRQWindow:    classIRQWindow,
+	exitcause.ClassKick:         classKick,
+	exitcause.ClassKickSpurious: classOther,
+	exitcause.ClassRecover:      classRecover,
+	exitcause.ClassDoorbell:     classOther,
+	exitcause.ClassOther:        classOther,
 }
 
-// classOf classifies a cause by its accounting name (accounting.Cause's
+// classOf classifies a cause by its accounting name (exitcause.Cause's
 // String); a name that is no cause is "other".
 func classOf(cause string) class { return ofAccounting[accounting.ClassOf(cause)] }
 
 // ipiSend are the classes of the sender's exits of an IPI: ICR and
-// SELF_IPI accesses, and the PV send-IPI (accounting.Class.IPISend).
+// SELF_IPI accesses, and the PV send-IPI (exitcause.Class.IPISend).
 var ipiSend = []class{classICR, classPVIPI}
 
 // byClass sums a by-cause map into classes.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -57,8 +58,8 @@ func (f *fakeSource) Info() Info {
 	return Info{Mode: "cluster x2apic", CPUs: len(f.st), Kernel: "ipi.elf", Started: time.Now().Add(-time.Minute)}
 }
 
-var icrWrite = accounting.APICCause(true, true, 0x30)
-var eoiWrite = accounting.APICCause(true, true, 0x0B)
+var icrWrite = exitcause.APIC(true, true, 0x30)
+var eoiWrite = exitcause.APIC(true, true, 0x0B)
 
 // ipis has cpu 0 send n x2APIC-logical IPIs, each to cpu 1 and cpu 2, and
 // the receivers take them with one EOI and one HLT each.
@@ -70,7 +71,7 @@ func (f *fakeSource) ipis(n int) {
 		for _, c := range []int{1, 2} {
 			f.acct.CPUs[c].Injected.Add(1)
 			f.acct.CPUs[c].Exit(eoiWrite)
-			f.acct.CPUs[c].Exit(accounting.CauseHLT)
+			f.acct.CPUs[c].Exit(exitcause.HLT)
 		}
 	}
 }
@@ -99,7 +100,7 @@ func TestStateRates(t *testing.T) {
 	f.ipis(10)
 	s.sampleNow(t0)
 	f.ipis(50)
-	f.acct.CPUs[1].Exit(accounting.CauseKick)
+	f.acct.CPUs[1].Exit(exitcause.Kick)
 	s.sampleNow(t0.Add(2 * time.Second))
 	var st State
 	getJSON(t, s.Handler(), "/api/v1/state", &st)
@@ -398,8 +399,8 @@ func TestServePage(t *testing.T) {
 // timer's initial count (timer_icr); every accounting class has a
 // dashboard class.
 func TestClasses(t *testing.T) {
-	for k := accounting.Class(0); k < accounting.NumClasses; k++ {
-		want := k == accounting.ClassICR || k == accounting.ClassSelfIPI
+	for k := exitcause.Class(0); k < exitcause.NumClasses; k++ {
+		want := k == exitcause.ClassICR || k == exitcause.ClassSelfIPI
 		if got := ofAccounting[k] == classICR; got != want {
 			t.Errorf("accounting class %s in the icr class: %v", k, got)
 		}
@@ -417,13 +418,13 @@ func TestClasses(t *testing.T) {
 	}
 	// An accounting class the dashboard has a class of the same name for
 	// is that class; the others are folded into the one listed.
-	folded := map[accounting.Class]class{accounting.ClassSelfIPI: classICR, accounting.ClassKickSpurious: classOther,
-		accounting.ClassDoorbell: classOther}
+	folded := map[exitcause.Class]class{exitcause.ClassSelfIPI: classICR, exitcause.ClassKickSpurious: classOther,
+		exitcause.ClassDoorbell: classOther}
 	byName := map[string]class{}
 	for c := range numClasses {
 		byName[c.String()] = c
 	}
-	for k := accounting.Class(0); k < accounting.NumClasses; k++ {
+	for k := exitcause.Class(0); k < exitcause.NumClasses; k++ {
 		want, ok := folded[k]
 		if !ok {
 			if want, ok = byName[k.String()]; !ok {
@@ -445,7 +446,7 @@ func TestPVIPISender(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s.sampleNow(t0)
 	for range 4 {
-		f.acct.CPUs[0].Exit(accounting.CauseMSRPVIPI)
+		f.acct.CPUs[0].Exit(exitcause.MSRPVIPI)
 		f.acct.CPUs[0].IPISent[accounting.IPIParavirt].Add(1)
 		f.acct.CPUs[0].IPIDelivered[accounting.IPIParavirt].Add(1)
 		f.acct.CPUs[1].Exit(eoiWrite)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 )
 
 func TestFwCfg(t *testing.T) {
@@ -59,14 +60,14 @@ func TestFwCfg(t *testing.T) {
 func TestSerialAndBus(t *testing.T) {
 	var out bytes.Buffer
 	var b exitbus.Bus
-	reg := func(base, n uint64, name string, c accounting.Cause, dev PortDevice) {
+	reg := func(base, n uint64, name string, c exitcause.Cause, dev PortDevice) {
 		if err := b.Register(exitbus.Range{Space: exitbus.PIO, Base: base, Len: n, Name: name, Cause: exitbus.Fixed(c), Handler: Port(dev)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reg(0x3F8, 8, "serial", accounting.CausePIOSerial, NewSerial(&out))
+	reg(0x3F8, 8, "serial", exitcause.PIOSerial, NewSerial(&out))
 	status := -1
-	reg(0xF4, 4, "debug exit", accounting.CausePIODebugExit, &DebugExit{Exit: func(s int) { status = s }})
+	reg(0xF4, 4, "debug exit", exitcause.PIODebugExit, &DebugExit{Exit: func(s int) { status = s }})
 	access := func(port uint64, write bool, data []byte) {
 		t.Helper()
 		r, base := b.Lookup(0, exitbus.PIO, port)
@@ -82,7 +83,7 @@ func TestSerialAndBus(t *testing.T) {
 	}
 	if r, _ := b.Lookup(0, exitbus.PIO, 0x3FD); r == nil {
 		t.Fatal("0x3fd unclaimed")
-	} else if c, _ := r.Cause.Of(5, false); c != accounting.CausePIOSerial {
+	} else if c, _ := r.Cause.Of(5, false); c != exitcause.PIOSerial {
 		t.Fatalf("0x3fd: cause %v", c)
 	}
 	lsr := []byte{0}

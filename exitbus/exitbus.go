@@ -33,7 +33,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 )
 
@@ -89,7 +89,7 @@ type Access struct {
 	// read returns (set by the handler).
 	Value uint64
 	// cause is what the handler of a HandlerCharges range charged (Charge).
-	cause   accounting.Cause
+	cause   exitcause.Cause
 	charged bool
 	// VCPU is the exiting vCPU, for handlers that need more than the
 	// access itself (registers, exceptions).
@@ -103,10 +103,10 @@ func (a *Access) Reset(cpu int, addr, base uint64, write bool, v VCPU) {
 
 // Charge sets what the access is charged, for the handler of a range
 // registered with HandlerCharges.
-func (a *Access) Charge(c accounting.Cause) { a.cause, a.charged = c, true }
+func (a *Access) Charge(c exitcause.Cause) { a.cause, a.charged = c, true }
 
 // Charged returns what the handler charged, if it did.
-func (a *Access) Charged() (accounting.Cause, bool) { return a.cause, a.charged }
+func (a *Access) Charged() (exitcause.Cause, bool) { return a.cause, a.charged }
 
 // VCPU is what a handler may ask of the vCPU whose exit it serves (package
 // vcpu implements it). Valid during the call only.
@@ -156,21 +156,21 @@ func (f HandlerFunc) Access(a *Access) error { return f(a) }
 // one cause, one for reads and one for writes, one computed from the
 // register (the offset) and direction, or whatever the handler decides.
 type Cause struct {
-	fixed, write accounting.Cause
+	fixed, write exitcause.Cause
 	rw           bool
-	of           func(off uint64, write bool) accounting.Cause
+	of           func(off uint64, write bool) exitcause.Cause
 	late         bool
 }
 
 // Fixed charges every access c.
-func Fixed(c accounting.Cause) Cause { return Cause{fixed: c} }
+func Fixed(c exitcause.Cause) Cause { return Cause{fixed: c} }
 
 // ReadWrite charges reads r and writes w.
-func ReadWrite(r, w accounting.Cause) Cause { return Cause{fixed: r, write: w, rw: true} }
+func ReadWrite(r, w exitcause.Cause) Cause { return Cause{fixed: r, write: w, rw: true} }
 
 // ByAccess charges what f says of the offset into the range and the
 // direction (an APIC register, the IOAPIC's select or window).
-func ByAccess(f func(off uint64, write bool) accounting.Cause) Cause { return Cause{of: f} }
+func ByAccess(f func(off uint64, write bool) exitcause.Cause) Cause { return Cause{of: f} }
 
 // HandlerCharges leaves the cause to the handler, which calls Access.Charge:
 // for a range whose cause depends on what the access turns out to be (the
@@ -181,7 +181,7 @@ var HandlerCharges = Cause{late: true}
 
 // Of returns what an access at off is charged before its handler runs,
 // and false for HandlerCharges.
-func (c *Cause) Of(off uint64, write bool) (accounting.Cause, bool) {
+func (c *Cause) Of(off uint64, write bool) (exitcause.Cause, bool) {
 	switch {
 	case c.late:
 		return 0, false

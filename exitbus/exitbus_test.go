@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 var nop = HandlerFunc(func(*Access) error { return nil })
 
 func TestOverlapNamesBoth(t *testing.T) {
 	var b Bus
-	if err := b.Register(Range{Space: PIO, Base: 0x3F8, Len: 8, Name: "serial", Cause: Fixed(accounting.CausePIOSerial), Handler: nop}); err != nil {
+	if err := b.Register(Range{Space: PIO, Base: 0x3F8, Len: 8, Name: "serial", Cause: Fixed(exitcause.PIOSerial), Handler: nop}); err != nil {
 		t.Fatal(err)
 	}
 	err := b.Register(Range{Space: PIO, Base: 0x3FF, Len: 2, Name: "intruder", Handler: nop})
@@ -101,26 +101,26 @@ func TestMovable(t *testing.T) {
 }
 
 func TestCauses(t *testing.T) {
-	check := func(c Cause, off uint64, write bool, want accounting.Cause, early bool) {
+	check := func(c Cause, off uint64, write bool, want exitcause.Cause, early bool) {
 		t.Helper()
 		if got, ok := c.Of(off, write); got != want || ok != early {
 			t.Errorf("Of(%#x, %v) = %v %v, want %v %v", off, write, got, ok, want, early)
 		}
 	}
-	check(Fixed(accounting.CausePIOSerial), 3, true, accounting.CausePIOSerial, true)
-	rw := ReadWrite(accounting.CauseMSRAPICBaseRead, accounting.CauseMSRAPICBaseWrite)
-	check(rw, 0, false, accounting.CauseMSRAPICBaseRead, true)
-	check(rw, 0, true, accounting.CauseMSRAPICBaseWrite, true)
-	by := ByAccess(func(off uint64, write bool) accounting.Cause { return accounting.APICCause(true, write, uint16(off)) })
-	check(by, 0x30, true, accounting.APICCause(true, true, 0x30), true)
+	check(Fixed(exitcause.PIOSerial), 3, true, exitcause.PIOSerial, true)
+	rw := ReadWrite(exitcause.MSRAPICBaseRead, exitcause.MSRAPICBaseWrite)
+	check(rw, 0, false, exitcause.MSRAPICBaseRead, true)
+	check(rw, 0, true, exitcause.MSRAPICBaseWrite, true)
+	by := ByAccess(func(off uint64, write bool) exitcause.Cause { return exitcause.APIC(true, write, uint16(off)) })
+	check(by, 0x30, true, exitcause.APIC(true, true, 0x30), true)
 	check(HandlerCharges, 0, true, 0, false)
 	var a Access
 	a.Reset(1, 0x1005, 0x1000, true, nil)
 	if _, ok := a.Charged(); ok || a.Off != 5 || a.CPU != 1 {
 		t.Errorf("reset access %+v", a)
 	}
-	a.Charge(accounting.CauseSyscallDoorbell)
-	if c, ok := a.Charged(); !ok || c != accounting.CauseSyscallDoorbell {
+	a.Charge(exitcause.SyscallDoorbell)
+	if c, ok := a.Charged(); !ok || c != exitcause.SyscallDoorbell {
 		t.Errorf("charged %v %v", c, ok)
 	}
 }

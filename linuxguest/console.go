@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // Console watches the guest console line by line: it keeps the whole log
@@ -83,7 +84,7 @@ func (c *Console) check(line string, partial bool) {
 		if c.acct != nil {
 			for _, s := range c.acct.Snapshot() {
 				exits += s.Total()
-				syscalls += s.Exits[accounting.CauseSyscallDoorbell]
+				syscalls += s.Exits[exitcause.SyscallDoorbell]
 			}
 		}
 		c.reached = append(c.reached, PhaseRecord{Name: m.Name, At: time.Since(c.start), Exits: exits, Syscalls: syscalls, Line: line})

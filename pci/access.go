@@ -7,8 +7,8 @@
 package pci
 
 import (
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // CONFIG_ADDRESS: enable, bus, device, function and register 7:2 are
@@ -24,9 +24,9 @@ const (
 func (b *Bus) Ranges() []exitbus.Range {
 	r := []exitbus.Range{
 		{Space: exitbus.MMIO, Base: b.cfg.ECAMBase, Len: ECAMSize, Name: "pci ecam",
-			Cause: exitbus.Fixed(accounting.CauseMMIOPCIConfig), Handler: exitbus.HandlerFunc(b.ecam)},
+			Cause: exitbus.Fixed(exitcause.MMIOPCIConfig), Handler: exitbus.HandlerFunc(b.ecam)},
 		{Space: exitbus.PIO, Base: PortConfigAddress, Len: portsLen, Name: "pci config 0xcf8-0xcff",
-			Cause: exitbus.Fixed(accounting.CausePIOPCIConfig), Handler: exitbus.HandlerFunc(b.cf8)},
+			Cause: exitbus.Fixed(exitcause.PIOPCIConfig), Handler: exitbus.HandlerFunc(b.cf8)},
 		{Space: exitbus.MMIO, Base: b.cfg.MMIOBase, Len: b.cfg.MMIOSize, Name: "pci mmio window",
 			Cause: exitbus.HandlerCharges, Handler: b.windowHandler(false)},
 	}

@@ -8,7 +8,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // BARKind is what a BAR decodes; the zero value marks the BAR unused.
@@ -46,9 +46,9 @@ type BAR struct {
 	Prefetchable bool   // memory BARs only
 	Region       BARRegion
 	// Cause charges an access (off into the BAR); nil charges
-	// accounting.CausePCIBAR. MSI-X table and PBA accesses are charged
-	// accounting.CauseMMIOMSIXTable whatever Cause says.
-	Cause func(off uint64, write bool) accounting.Cause
+	// exitcause.PCIBAR. MSI-X table and PBA accesses are charged
+	// exitcause.MMIOMSIXTable whatever Cause says.
+	Cause func(off uint64, write bool) exitcause.Cause
 }
 
 // BARLocation is a place inside a BAR: the MSI-X table or PBA.

@@ -3,7 +3,7 @@ package pci
 import (
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 func TestAddress(t *testing.T) {
@@ -235,7 +235,7 @@ func TestCF8(t *testing.T) {
 	port := func(p uint64, write bool, n int, v uint32) uint32 {
 		d := make([]byte, n)
 		putN(d, uint64(v))
-		if c := r.do(t, "pci config 0xcf8-0xcff", p, write, d); c != accounting.CausePIOPCIConfig {
+		if c := r.do(t, "pci config 0xcf8-0xcff", p, write, d); c != exitcause.PIOPCIConfig {
 			t.Errorf("port %#x charged %v", p, c)
 		}
 		return leN(d)

@@ -8,8 +8,8 @@ package pci
 import (
 	"sort"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // window is one decoding BAR.
@@ -171,7 +171,7 @@ func (b *Bus) notify() {
 // windowHandler serves the MMIO or I/O window: an access goes to the BAR
 // that decodes there, charged what the BAR says; one that hits no decoding
 // BAR, or runs past its end, reads all ones, its write is ignored, and it
-// is charged accounting.CausePCIBAR.
+// is charged exitcause.PCIBAR.
 func (b *Bus) windowHandler(io bool) exitbus.HandlerFunc {
 	return func(a *exitbus.Access) error {
 		m := b.decode.Load()
@@ -185,7 +185,7 @@ func (b *Bus) windowHandler(io bool) exitbus.HandlerFunc {
 			if !a.Write {
 				allOnes(a.Data)
 			}
-			a.Charge(accounting.CausePCIBAR)
+			a.Charge(exitcause.PCIBAR)
 			return nil
 		}
 		a.Charge(w.f.accessBAR(w.bar, a.Addr-w.base, a.Write, a.Data))
@@ -195,9 +195,9 @@ func (b *Bus) windowHandler(io bool) exitbus.HandlerFunc {
 
 // accessBAR serves an access at off inside BAR i: the MSI-X table or PBA if
 // it is there, else the BAR's region (none: reads 0).
-func (f *Function) accessBAR(i int, off uint64, write bool, data []byte) accounting.Cause {
+func (f *Function) accessBAR(i int, off uint64, write bool, data []byte) exitcause.Cause {
 	if m := f.msix; m != nil && m.access(i, off, write, data) {
-		return accounting.CauseMMIOMSIXTable
+		return exitcause.MMIOMSIXTable
 	}
 	s := &f.bars[i]
 	switch {
@@ -212,5 +212,5 @@ func (f *Function) accessBAR(i int, off uint64, write bool, data []byte) account
 	if s.Cause != nil {
 		return s.Cause(off, write)
 	}
-	return accounting.CausePCIBAR
+	return exitcause.PCIBAR
 }

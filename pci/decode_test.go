@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 type barChange struct {
@@ -23,14 +23,14 @@ func TestDecodeOnOff(t *testing.T) {
 	r.r0.mem[0x3000] = 0x5A
 	r.r2.mem[0x10] = 0x77
 
-	if v, c := r.mmio(t, b0+0x3000, false, 1, 0); v != 0xFF || c != accounting.CausePCIBAR {
+	if v, c := r.mmio(t, b0+0x3000, false, 1, 0); v != 0xFF || c != exitcause.PCIBAR {
 		t.Errorf("BAR0 before decode: %#x charged %v", v, c)
 	}
 	r.cfgWrite(t, 1, regCommand, 2, CmdMemory)
-	if v, c := r.mmio(t, b0+0x3000, false, 1, 0); v != 0x5A || c != accounting.CausePCIBAR {
+	if v, c := r.mmio(t, b0+0x3000, false, 1, 0); v != 0x5A || c != exitcause.PCIBAR {
 		t.Errorf("BAR0 decoding: %#x charged %v", v, c)
 	}
-	if v, c := r.mmio(t, b2+0x10, false, 4, 0); v != 0x77 || c != accounting.CauseVirtioConfig {
+	if v, c := r.mmio(t, b2+0x10, false, 4, 0); v != 0x77 || c != exitcause.VirtioConfig {
 		t.Errorf("BAR2: %#x charged %v (want the BAR's own cause)", v, c)
 	}
 	r.mmio(t, b2+0x20, true, 8, 0x0102030405060708)
@@ -59,7 +59,7 @@ func TestDecodeOnOff(t *testing.T) {
 	if v, _ := r.mmio(t, b0+0x3FFE, false, 4, 0); v != 0xFFFFFFFF {
 		t.Errorf("access across BAR0's end reads %#x", v)
 	}
-	if v, c := r.mmio(t, testMMIOBase+testMMIOSize-4, false, 4, 0); v != 0xFFFFFFFF || c != accounting.CausePCIBAR {
+	if v, c := r.mmio(t, testMMIOBase+testMMIOSize-4, false, 4, 0); v != 0xFFFFFFFF || c != exitcause.PCIBAR {
 		t.Errorf("hole reads %#x charged %v", v, c)
 	}
 	r.mmio(t, testMMIOBase+testMMIOSize-4, true, 4, 0) // ignored

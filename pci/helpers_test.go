@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 )
 
 const (
@@ -114,7 +114,7 @@ func newRig(t testing.TB) *rig {
 	f := NewFunction(testHeader)
 	must(t, f.SetBAR(0, BAR{Kind: BARMem32, Size: 16 << 10, Region: r.r0}))
 	must(t, f.SetBAR(2, BAR{Kind: BARMem64, Size: 64 << 10, Prefetchable: true, Region: r.r2,
-		Cause: func(off uint64, write bool) accounting.Cause { return accounting.CauseVirtioConfig }}))
+		Cause: func(off uint64, write bool) exitcause.Cause { return exitcause.VirtioConfig }}))
 	must(t, f.SetBAR(4, BAR{Kind: BARIO, Size: 32, Region: r.r4}))
 	h := &hookCap{f: f}
 	off, err := f.AddCapability(0x09, make([]byte, 6), h)
@@ -143,7 +143,7 @@ func must(t testing.TB, err error) {
 
 // do runs one access through the named range's handler and returns what
 // it was charged (for HandlerCharges ranges) and the data.
-func (r *rig) do(t testing.TB, name string, addr uint64, write bool, data []byte) accounting.Cause {
+func (r *rig) do(t testing.TB, name string, addr uint64, write bool, data []byte) exitcause.Cause {
 	t.Helper()
 	x, ok := r.ranges[name]
 	if !ok {
@@ -180,7 +180,7 @@ func (r *rig) cfgWrite(t testing.TB, dev int, reg uint64, n int, v uint32) {
 	r.do(t, "pci ecam", ecamAddr(dev, 0, reg), true, d)
 }
 
-func (r *rig) mmio(t testing.TB, addr uint64, write bool, n int, v uint64) (uint64, accounting.Cause) {
+func (r *rig) mmio(t testing.TB, addr uint64, write bool, n int, v uint64) (uint64, exitcause.Cause) {
 	t.Helper()
 	d := make([]byte, n)
 	putN(d, v)

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 func TestMSIXCapability(t *testing.T) {
@@ -63,7 +63,7 @@ func TestMSIXTable(t *testing.T) {
 	r.enable(t)
 	b := r.bar0(t)
 	for v := range rigVectors {
-		if got, c := r.mmio(t, b+uint64(v)*16+12, false, 4, 0); got != 1 || c != accounting.CauseMMIOMSIXTable {
+		if got, c := r.mmio(t, b+uint64(v)*16+12, false, 4, 0); got != 1 || c != exitcause.MMIOMSIXTable {
 			t.Errorf("vector %d control %#x (charged %v), want masked", v, got, c)
 		}
 	}
@@ -90,11 +90,11 @@ func TestMSIXTable(t *testing.T) {
 	}
 	// PBA read-only; past it, the region.
 	r.mmio(t, b+rigPBA, true, 8, 0xF)
-	if got, c := r.mmio(t, b+rigPBA, false, 8, 0); got != 0 || c != accounting.CauseMMIOMSIXTable {
+	if got, c := r.mmio(t, b+rigPBA, false, 8, 0); got != 0 || c != exitcause.MMIOMSIXTable {
 		t.Errorf("PBA %#x charged %v", got, c)
 	}
 	r.mmio(t, b+rigPBA+8, true, 4, 0xCAFE)
-	if got, c := r.mmio(t, b+rigPBA+8, false, 4, 0); got != 0xCAFE || c != accounting.CausePCIBAR {
+	if got, c := r.mmio(t, b+rigPBA+8, false, 4, 0); got != 0xCAFE || c != exitcause.PCIBAR {
 		t.Errorf("region after the PBA: %#x charged %v", got, c)
 	}
 	// Past the last vector is the region too.

@@ -14,8 +14,8 @@ package pveoi
 import (
 	"sync/atomic"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -71,7 +71,7 @@ func (u *Unit) CPUID(l *hvcpuid.Leaves) {
 // Register claims the MSR.
 func (u *Unit) Register(b *exitbus.Bus) error {
 	return b.Register(exitbus.Range{Space: exitbus.MSR, Base: MSR, Len: 1, Name: "KVM_PV_EOI", PerCPU: true, Filter: true,
-		Cause:   exitbus.ReadWrite(accounting.CauseMSRPVEOIRead, accounting.CauseMSRPVEOIWrite),
+		Cause:   exitbus.ReadWrite(exitcause.MSRPVEOIRead, exitcause.MSRPVEOIWrite),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { return u.cpus[a.CPU].access(a) })})
 }
 

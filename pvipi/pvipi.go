@@ -37,6 +37,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -90,7 +91,7 @@ func (u *Unit) CPUID(l *hvcpuid.Leaves) {
 // checks it).
 func (u *Unit) Register(b *exitbus.Bus) error {
 	return b.Register(exitbus.Range{Space: exitbus.MSR, Base: MSRSendIPI, Len: 1, Name: "PV_SEND_IPI", Filter: true,
-		Cause: exitbus.Fixed(accounting.CauseMSRPVIPI), Handler: exitbus.HandlerFunc(u.send)})
+		Cause: exitbus.Fixed(exitcause.MSRPVIPI), Handler: exitbus.HandlerFunc(u.send)})
 }
 
 // send serves the trap: a WRMSR with the arguments in EDX:EAX, RSI, RDI.

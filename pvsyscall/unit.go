@@ -3,8 +3,8 @@ package pvsyscall
 import (
 	"fmt"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -36,7 +36,7 @@ func (u *Unit) CPUID(l *hvcpuid.Leaves) {
 // Register claims the MSR and, when the doorbell is offered, its page.
 func (u *Unit) Register(b *exitbus.Bus) error {
 	err := b.Register(exitbus.Range{Space: exitbus.MSR, Base: MSRSyscallEntry, Len: 1, Name: "SYSCALL_ENTRY", PerCPU: true, Filter: true,
-		Cause:   exitbus.ReadWrite(accounting.CauseMSRSyscallEntryRead, accounting.CauseMSRSyscallEntryWrite),
+		Cause:   exitbus.ReadWrite(exitcause.MSRSyscallEntryRead, exitcause.MSRSyscallEntryWrite),
 		Handler: exitbus.HandlerFunc(u.entryMSR)})
 	if err != nil || !u.enabled {
 		return err
@@ -75,7 +75,7 @@ func (u *Unit) doorbell(a *exitbus.Access) error {
 		return err
 	}
 	if !a.Write {
-		a.Charge(accounting.CauseSyscallDoorbellForged)
+		a.Charge(exitcause.SyscallDoorbellForged)
 		for i := range a.Data {
 			a.Data[i] = 0xFF
 		}
@@ -94,7 +94,7 @@ func (u *Unit) doorbell(a *exitbus.Access) error {
 	}
 	verdict := Check(regs, sregs, armed, lstar, fmask)
 	if verdict != Genuine {
-		a.Charge(accounting.CauseSyscallDoorbellForged)
+		a.Charge(exitcause.SyscallDoorbellForged)
 		if !verdict.Fault() {
 			return nil
 		}
@@ -103,7 +103,7 @@ func (u *Unit) doorbell(a *exitbus.Access) error {
 		}
 		return nil
 	}
-	a.Charge(accounting.CauseSyscallDoorbell)
+	a.Charge(exitcause.SyscallDoorbell)
 	if pendingInterrupt(sregs) {
 		// KVM holds an interrupt govmm injected while user mode had IF=1
 		// and that the host did not deliver before SYSCALL trapped. KVM

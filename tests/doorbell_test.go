@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -30,10 +30,10 @@ func TestDoorbellForgery(t *testing.T) {
 		t.Errorf("only %d forgeries", forgeries)
 	}
 	r := g.Report.CPUs[0]
-	if got := exits(r, accounting.CauseSyscallDoorbell); got != 3 {
+	if got := exits(r, exitcause.SyscallDoorbell); got != 3 {
 		t.Errorf("completed doorbell exits = %d, want 3 (the genuine SYSCALLs)", got)
 	}
-	if got, want := exits(r, accounting.CauseSyscallDoorbellForged), forgeries+2; got != want {
+	if got, want := exits(r, exitcause.SyscallDoorbellForged), forgeries+2; got != want {
 		t.Errorf("forged doorbell exits = %d, want %d (%d forgeries, a read, a write from CPL0)", got, want, forgeries)
 	}
 	t.Logf("%d forgeries refused, 3 genuine SYSCALLs completed", forgeries)

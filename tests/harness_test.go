@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -122,6 +123,6 @@ func runGuestRaw(t *testing.T, name string, cfg vmm.Config, timeout time.Duratio
 }
 
 // exits is a cause's count in a report.
-func exits(r accounting.CPUReport, cause accounting.Cause) uint64 {
+func exits(r accounting.CPUReport, cause exitcause.Cause) uint64 {
 	return r.ByCause[cause.String()]
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
@@ -28,15 +28,15 @@ func testInt3(t *testing.T, n int) {
 	if vmm.HostEmulates() {
 		want = 3
 	}
-	if got := exits(g.Report.Total, accounting.CauseRecoverInt3); got != want {
+	if got := exits(g.Report.Total, exitcause.RecoverInt3); got != want {
 		t.Errorf("int3 recoveries = %d, want %d", got, want)
 	}
 	// int $0x80, int $0x81 and int $0x82 (absent gate: #NP) on such hosts.
-	if got := exits(g.Report.Total, accounting.CauseRecoverIntN); got != want {
+	if got := exits(g.Report.Total, exitcause.RecoverIntN); got != want {
 		t.Errorf("int n recoveries = %d, want %d", got, want)
 	}
 	// fwait and popcnt are completed by govmm on such hosts.
-	if got, want := exits(g.Report.Total, accounting.CauseRecoverOther), want*2/3; got != want {
+	if got, want := exits(g.Report.Total, exitcause.RecoverOther), want*2/3; got != want {
 		t.Errorf("other recoveries = %d, want %d (fwait, popcnt)", got, want)
 	}
 }

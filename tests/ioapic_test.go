@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -20,17 +20,17 @@ func TestIOAPIC(t *testing.T) {
 					cmd = "x2apic=1"
 				}
 				g := runGuest(t, "ioapic.elf", n, x2, cmd)
-				eoi := accounting.APICCause(x2, true, uint16(vlapic.RegEOI))
+				eoi := exitcause.APIC(x2, true, uint16(vlapic.RegEOI))
 				for _, c := range []struct {
 					sec  int
-					want map[accounting.Cause]uint64
+					want map[exitcause.Cause]uint64
 				}{
-					{1, map[accounting.Cause]uint64{ // edge: unmask, line up, EOI, line down, mask
-						accounting.CauseMMIOIOAPICSelWrite: 2, accounting.CauseMMIOIOAPICWinWrite: 2,
-						accounting.CausePIOTestDev: 2, eoi: 1}},
-					{2, map[accounting.Cause]uint64{ // level: + two RTE reads around the EOI
-						accounting.CauseMMIOIOAPICSelWrite: 4, accounting.CauseMMIOIOAPICWinWrite: 2,
-						accounting.CauseMMIOIOAPICWinRead: 2, accounting.CausePIOTestDev: 2, eoi: 1}},
+					{1, map[exitcause.Cause]uint64{ // edge: unmask, line up, EOI, line down, mask
+						exitcause.MMIOIOAPICSelWrite: 2, exitcause.MMIOIOAPICWinWrite: 2,
+						exitcause.PIOTestDev: 2, eoi: 1}},
+					{2, map[exitcause.Cause]uint64{ // level: + two RTE reads around the EOI
+						exitcause.MMIOIOAPICSelWrite: 4, exitcause.MMIOIOAPICWinWrite: 2,
+						exitcause.MMIOIOAPICWinRead: 2, exitcause.PIOTestDev: 2, eoi: 1}},
 				} {
 					bsp := g.section(t, c.sec).CPUs[0]
 					var total uint64
@@ -94,7 +94,7 @@ func TestInterruptRemapping(t *testing.T) {
 			if p.RemapFaults != total {
 				t.Errorf("%d faults in all, want %d: %v", p.RemapFaults, total, p.FaultByReason)
 			}
-			if exits(g.Report.Total, accounting.CauseMMIOIOMMUWrite) == 0 {
+			if exits(g.Report.Total, exitcause.MMIOIOMMUWrite) == 0 {
 				t.Error("no remapping-unit register exits counted")
 			}
 		})

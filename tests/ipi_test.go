@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vlapic"
@@ -92,10 +92,10 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 					}
 					return want
 				}
-				icrW := accounting.APICCause(e.x2, true, uint16(vlapic.RegICR))
-				icrR := accounting.APICCause(false, false, uint16(vlapic.RegICR))
-				icr2W := accounting.APICCause(false, true, uint16(vlapic.RegICR2))
-				eoi := accounting.APICCause(e.x2, true, uint16(vlapic.RegEOI))
+				icrW := exitcause.APIC(e.x2, true, uint16(vlapic.RegICR))
+				icrR := exitcause.APIC(false, false, uint16(vlapic.RegICR))
+				icr2W := exitcause.APIC(false, true, uint16(vlapic.RegICR2))
+				eoi := exitcause.APIC(e.x2, true, uint16(vlapic.RegEOI))
 				lastSection := 3
 				if e.spinners > 0 {
 					lastSection = 5
@@ -107,9 +107,9 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 					bsp := s.CPUs[0]
 					send := icrW
 					if mode == "pv" && (sec == 1 || sec == 2 || sec == 4) {
-						send = accounting.CauseMSRPVIPI // PV sends; broadcasts and NMIs use the ICR
+						send = exitcause.MSRPVIPI // PV sends; broadcasts and NMIs use the ICR
 					}
-					wantBSP := map[accounting.Cause]uint64{send: uint64(e.icr[sec])}
+					wantBSP := map[exitcause.Cause]uint64{send: uint64(e.icr[sec])}
 					if !e.x2 {
 						wantBSP[icrR] = uint64(e.icr[sec])
 						wantBSP[icr2W] = uint64(e.icr[sec])
@@ -154,13 +154,13 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 							t.Errorf("section %d: CPU %d got %d interrupts, want %d", sec, ap.CPU, ap.Injected, want)
 						}
 						if sec >= 4 {
-							if got := exits(ap, accounting.CauseKick); got != kicks {
+							if got := exits(ap, exitcause.Kick); got != kicks {
 								t.Errorf("section %d: CPU %d kick exits = %d, want %d", sec, ap.CPU, got, kicks)
 							}
 							if ap.NMIs != nmis {
 								t.Errorf("section %d: CPU %d NMIs = %d, want %d", sec, ap.CPU, ap.NMIs, nmis)
 							}
-							if spinner && ap.Exits-exits(ap, accounting.CauseKickSpurious) != kicks+eoiExits(want) {
+							if spinner && ap.Exits-exits(ap, exitcause.KickSpurious) != kicks+eoiExits(want) {
 								t.Errorf("section %d: spinning CPU %d took %d exits, want %d: %v", sec, ap.CPU, ap.Exits, kicks+eoiExits(want), ap.ByCause)
 							}
 						}
@@ -192,8 +192,8 @@ func TestTimerModes(t *testing.T) {
 					if tot.Injected < minIRQ {
 						t.Errorf("%d timer interrupts injected, want at least %d", tot.Injected, minIRQ)
 					}
-					if mode == "tscdeadline" && exits(tot, accounting.CauseMSRTSCDeadlineWrite) < 2 {
-						t.Errorf("TSC-deadline writes = %d, want >= 2", exits(tot, accounting.CauseMSRTSCDeadlineWrite))
+					if mode == "tscdeadline" && exits(tot, exitcause.MSRTSCDeadlineWrite) < 2 {
+						t.Errorf("TSC-deadline writes = %d, want >= 2", exits(tot, exitcause.MSRTSCDeadlineWrite))
 					}
 				})
 			}
@@ -211,7 +211,7 @@ func TestPVEOI(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", mode, n), func(t *testing.T) {
 				x2 := strings.HasPrefix(mode, "x2apic")
 				g := runGuestWith(t, "ipi.elf", n, x2, "mode="+mode+" pveoi=1", func(c *vmm.Config) { c.PVEOI = true })
-				eoi := accounting.APICCause(x2, true, uint16(vlapic.RegEOI))
+				eoi := exitcause.APIC(x2, true, uint16(vlapic.RegEOI))
 				for _, c := range g.Report.CPUs {
 					if got := exits(c, eoi); got != 0 {
 						t.Errorf("CPU %d took %d EOI exits, want 0", c.CPU, got)

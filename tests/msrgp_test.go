@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // TestNoInterruptLostToMSRFault: the BSP reads an unknown MSR in a loop
@@ -38,7 +38,7 @@ func TestNoInterruptLostToMSRFault(t *testing.T) {
 		t.Errorf("timer vector 0x41 injected into the BSP %d times, the guest took %d", got, ticks)
 	}
 	t.Logf("%d IPIs and %d timer ticks taken during %d faulting RDMSRs", n, ticks, rdmsrs)
-	if got := exits(bsp, accounting.CauseMSROtherRead); got != rdmsrs {
+	if got := exits(bsp, exitcause.MSROtherRead); got != rdmsrs {
 		t.Errorf("unknown-MSR reads answered = %d, the guest issued %d", got, rdmsrs)
 	}
 }

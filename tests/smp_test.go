@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 var cpuCounts = []int{1, 2, 4, 64}
@@ -22,7 +22,7 @@ func TestSMPBringUp(t *testing.T) {
 			if n > 1 {
 				want = 2 // INIT + SIPI, each one ICR write to all-excluding-self
 			}
-			if got := exits(bsp, accounting.APICCause(false, true, 0x30)); got != want {
+			if got := exits(bsp, exitcause.APIC(false, true, 0x30)); got != want {
 				t.Errorf("BSP ICR writes = %d, want %d", got, want)
 			}
 			if got := bsp.IPIDelivered["all_excluding_self"]; got != uint64(2*(n-1)) {
@@ -54,10 +54,10 @@ func checkKVMAgrees(t *testing.T, g *guestRun) {
 	if k := g.KVM["mmio_exits"]; k != mmio {
 		t.Errorf("KVM counted %d MMIO exits, govmm %d", k, mmio)
 	}
-	if k, ok := g.KVM["halt_exits"]; ok && k != exits(g.Report.Total, accounting.CauseHLT) {
-		t.Errorf("KVM counted %d HLT exits, govmm %d", k, exits(g.Report.Total, accounting.CauseHLT))
+	if k, ok := g.KVM["halt_exits"]; ok && k != exits(g.Report.Total, exitcause.HLT) {
+		t.Errorf("KVM counted %d HLT exits, govmm %d", k, exits(g.Report.Total, exitcause.HLT))
 	}
-	if k := g.KVM["exits"]; k < g.Report.Total.Exits-exits(g.Report.Total, accounting.CauseKick) {
+	if k := g.KVM["exits"]; k < g.Report.Total.Exits-exits(g.Report.Total, exitcause.Kick) {
 		t.Errorf("KVM counted %d exits in all, fewer than govmm's %d user-space exits", k, g.Report.Total.Exits)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
 )
@@ -138,18 +139,18 @@ func runStorm(t *testing.T, d stormDelivery, m stormMode, cpus, count int, timeo
 	if tot.Injected != received {
 		t.Errorf("govmm injected %d interrupts for %d received IPIs", tot.Injected, received)
 	}
-	eoi := exits(tot, accounting.APICCause(m.x2, true, uint16(vlapic.RegEOI)))
+	eoi := exits(tot, exitcause.APIC(m.x2, true, uint16(vlapic.RegEOI)))
 	if eoi+tot.PVEOIs != received {
 		t.Errorf("%d EOI exits + %d PV EOIs, want %d (one per IPI)", eoi, tot.PVEOIs, received)
 	}
 	if !m.pveoi && tot.PVEOIs != 0 {
 		t.Errorf("%d PV EOIs without pveoi", tot.PVEOIs)
 	}
-	kicks, hlts := exits(tot, accounting.CauseKick), exits(tot, accounting.CauseHLT)
+	kicks, hlts := exits(tot, exitcause.Kick), exits(tot, exitcause.HLT)
 	if kicks == 0 || hlts == 0 {
 		t.Errorf("the storm reached %d running receivers (kicks) and %d halted ones (HLT exits): want both", kicks, hlts)
 	}
 	t.Logf("%d IPIs (%d sends) on %d vCPUs in %v: %.0f IPIs/s; section: %d exits, %d kicks, %d HLT, %d irq-window, %d EOI exits, %d PV EOIs",
 		received, icrs, cpus, wall.Round(time.Millisecond), float64(received)/wall.Seconds(),
-		tot.Exits, kicks, hlts, exits(tot, accounting.CauseIRQWindow), eoi, tot.PVEOIs)
+		tot.Exits, kicks, hlts, exits(tot, exitcause.IRQWindow), eoi, tot.PVEOIs)
 }

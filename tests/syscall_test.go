@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
@@ -43,13 +43,13 @@ func TestSyscallDoorbell(t *testing.T) {
 			if vmm.HostEmulates() {
 				want, wantForged, wantArm = 2, 1, 1
 			}
-			if got := exits(g.Report.CPUs[0], accounting.CauseSyscallDoorbell); got != want {
+			if got := exits(g.Report.CPUs[0], exitcause.SyscallDoorbell); got != want {
 				t.Errorf("completed doorbell exits = %d, want %d", got, want)
 			}
-			if got := exits(g.Report.CPUs[0], accounting.CauseSyscallDoorbellForged); got != wantForged {
+			if got := exits(g.Report.CPUs[0], exitcause.SyscallDoorbellForged); got != wantForged {
 				t.Errorf("forged doorbell exits = %d, want %d", got, wantForged)
 			}
-			if got := exits(g.Report.CPUs[0], accounting.CauseMSRSyscallEntryWrite); got != wantArm {
+			if got := exits(g.Report.CPUs[0], exitcause.MSRSyscallEntryWrite); got != wantArm {
 				t.Errorf("MSRSyscallEntry writes = %d, want %d", got, wantArm)
 			}
 		})
@@ -66,7 +66,7 @@ func TestSyscallDoorbell(t *testing.T) {
 				res.Status, console)
 		}
 		r := vm.Accounting().Report().CPUs[0]
-		if got := exits(r, accounting.CauseSyscallDoorbell) + exits(r, accounting.CauseSyscallDoorbellForged); got != 0 {
+		if got := exits(r, exitcause.SyscallDoorbell) + exits(r, exitcause.SyscallDoorbellForged); got != 0 {
 			t.Errorf("doorbell exits with the doorbell off = %d, want 0", got)
 		}
 	})

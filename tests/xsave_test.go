@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
@@ -27,18 +27,18 @@ func TestXSAVEFamily(t *testing.T) {
 	g := runGuest(t, "xsave.elf", 1, true, "")
 	tot := g.Report.Total
 	if !vmm.HostEmulates() {
-		for _, c := range []accounting.Cause{accounting.CauseRecoverXSAVE, accounting.CauseRecoverXRSTOR,
-			accounting.CauseRecoverXGETBV, accounting.CauseRecoverXSETBV, accounting.CauseRecoverXStateFault} {
+		for _, c := range []exitcause.Cause{exitcause.RecoverXSAVE, exitcause.RecoverXRSTOR,
+			exitcause.RecoverXGETBV, exitcause.RecoverXSETBV, exitcause.RecoverXStateFault} {
 			if n := exits(tot, c); n != 0 {
 				t.Errorf("%s = %d on hardware virtualization, want 0", c, n)
 			}
 		}
 		return
 	}
-	for c, want := range map[accounting.Cause]uint64{
-		accounting.CauseRecoverXSAVE:  5, // 4 XSAVE, 1 XSAVEC
-		accounting.CauseRecoverXRSTOR: 7,
-		accounting.CauseRecoverXGETBV: 6,
+	for c, want := range map[exitcause.Cause]uint64{
+		exitcause.RecoverXSAVE:  5, // 4 XSAVE, 1 XSAVEC
+		exitcause.RecoverXRSTOR: 7,
+		exitcause.RecoverXGETBV: 6,
 	} {
 		if got := exits(tot, c); got != want {
 			t.Errorf("%s = %d, want %d", c, got, want)
@@ -46,7 +46,7 @@ func TestXSAVEFamily(t *testing.T) {
 	}
 	// 1 #UD (XGETBV without OSXSAVE) and 4 #GP (misaligned XSAVE and
 	// XRSTOR, two malformed headers), plus XSETBV's 4 if govmm had them.
-	xsetbv, faults := exits(tot, accounting.CauseRecoverXSETBV), exits(tot, accounting.CauseRecoverXStateFault)
+	xsetbv, faults := exits(tot, exitcause.RecoverXSETBV), exits(tot, exitcause.RecoverXStateFault)
 	if !(xsetbv == 0 && faults == 5 || xsetbv == 1 && faults == 9) {
 		t.Errorf("recover_xsetbv = %d, recover_xstate_fault = %d; want 0 and 5 (KVM's emulator has XSETBV) or 1 and 9", xsetbv, faults)
 	}
@@ -93,8 +93,8 @@ func testXSAVEUnderQEMUTCG(t *testing.T) {
 		}
 	}
 	tot := vm.Accounting().Report().Total
-	for _, c := range []accounting.Cause{accounting.CauseRecoverXSAVE, accounting.CauseRecoverXRSTOR,
-		accounting.CauseRecoverXGETBV, accounting.CauseRecoverXSETBV, accounting.CauseRecoverXStateFault} {
+	for _, c := range []exitcause.Cause{exitcause.RecoverXSAVE, exitcause.RecoverXRSTOR,
+		exitcause.RecoverXGETBV, exitcause.RecoverXSETBV, exitcause.RecoverXStateFault} {
 		if n := exits(tot, c); n != 0 {
 			t.Errorf("%s = %d on hardware virtualization, want 0", c, n)
 		}

@@ -62,7 +62,7 @@ func TestShutdownMessage(t *testing.T) {
 func TestKickRetriesEAGAINAndCountsFailures(t *testing.T) {
 	defer func(f func(int, int, unix.Signal) error) { tgkill = f }(tgkill)
 	var acct accounting.VCPU
-	v := &VCPU{acct: &acct, pid: 1}
+	v := &VCPU{counts: &acct, pid: 1}
 	calls := 0
 	tgkill = func(pid, tid int, sig unix.Signal) error {
 		calls++

@@ -3,8 +3,8 @@ package vcpu
 import (
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -46,7 +46,7 @@ func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 	lapic := r.apics.LAPIC(0)
 	r.register(exitbus.Range{Space: exitbus.MSR, Base: vlapic.MSRX2APICFirst, Len: vlapic.MSRX2APICLast - vlapic.MSRX2APICFirst + 1,
 		Name: "x2APIC", PerCPU: true,
-		Cause: exitbus.ByAccess(func(off uint64, write bool) accounting.Cause { return accounting.APICCause(true, write, uint16(off)) }),
+		Cause: exitbus.ByAccess(func(off uint64, write bool) exitcause.Cause { return exitcause.APIC(true, write, uint16(off)) }),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) (err error) {
 			if a.Write {
 				_, err = lapic.WriteMSR(uint32(a.Addr), a.Value)
@@ -59,7 +59,7 @@ func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 		tb.Fatal(err)
 	}
 	hw := &repeatCPU{fakeCPU: newFake(), left: n, s: s}
-	v := New(0, Config{KVM: hw, LAPIC: lapic, Acct: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
+	v := New(0, Config{KVM: hw, LAPIC: lapic, Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
 		Done: r.done, Boot: &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}})
 	return v, r
 }
@@ -80,11 +80,11 @@ func mmioRead(addr uint64) step {
 var floorExits = []struct {
 	name  string
 	s     step
-	cause accounting.Cause
+	cause exitcause.Cause
 }{
-	{"port-read", inb(0x99), accounting.CausePIOOther},
-	{"mmio-read", mmioRead(0xE0000000), accounting.CauseMMIOOther},
-	{"x2apic-tpr-write", msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegTPR), 0), accounting.APICCause(true, true, uint16(vlapic.RegTPR))},
+	{"port-read", inb(0x99), exitcause.PIOOther},
+	{"mmio-read", mmioRead(0xE0000000), exitcause.MMIOOther},
+	{"x2apic-tpr-write", msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegTPR), 0), exitcause.APIC(true, true, uint16(vlapic.RegTPR))},
 }
 
 // TestExitLoopCounts: the loop the benchmark times serves and counts each
@@ -93,7 +93,7 @@ func TestExitLoopCounts(t *testing.T) {
 	for _, c := range floorExits {
 		v, r := exitLoop(t, c.s, 1000)
 		r.check(v.Run())
-		r.wantExits(0, map[accounting.Cause]uint64{c.cause: 1000})
+		r.wantExits(0, map[exitcause.Cause]uint64{c.cause: 1000})
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/internal/hostcpu"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -35,31 +35,31 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 			return err
 		}
 	case kvm.ExitHLT:
-		v.acct.Exit(accounting.CauseHLT)
+		v.counts.Exit(exitcause.HLT)
 		if !v.halt(run.IFFlag != 0) {
 			return errStop
 		}
 	case kvm.ExitIRQWindowOpen:
-		v.acct.Exit(accounting.CauseIRQWindow)
+		v.counts.Exit(exitcause.IRQWindow)
 		v.exitFor(v.windowFor >= 0, uint8(v.windowFor), vlapic.ExitWindow)
 	case kvm.ExitIntr:
-		v.acct.Exit(v.kickCause())
+		v.counts.Exit(v.kickCause())
 	case kvm.ExitSetTPR:
-		v.acct.Exit(accounting.CauseSetTPR)
+		v.counts.Exit(exitcause.SetTPR)
 	case kvm.ExitInternalError:
 		return v.recover()
 	case kvm.ExitShutdown:
-		v.acct.Exit(accounting.CauseShutdown)
+		v.counts.Exit(exitcause.Shutdown)
 		return shutdownError(shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP))
 	case kvm.ExitFailEntry:
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
 			v.kvm.FailEntry().HardwareEntryFailureReason)
 	case kvm.ExitSystemEvent:
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("guest system event %d", v.kvm.SystemEvent().Type)
 	default:
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("unhandled KVM exit reason %d at RIP %#x", run.ExitReason, run.Sync.Regs.RIP)
 	}
 	v.prevExitRIP = run.Sync.Regs.RIP
@@ -103,7 +103,7 @@ func (v *VCPU) handleIO() error {
 	write := e.Direction != kvm.IOIn
 	r, base := v.bus.Lookup(v.id, exitbus.PIO, uint64(e.Port))
 	if r == nil {
-		v.acct.Exit(accounting.CausePIOOther)
+		v.counts.Exit(exitcause.PIOOther)
 		if !write {
 			fill(data)
 		}
@@ -129,7 +129,7 @@ func (v *VCPU) handleMMIO() error {
 	write := m.IsWrite != 0
 	r, base := v.bus.Lookup(v.id, exitbus.MMIO, m.PhysAddr)
 	if r == nil {
-		v.acct.Exit(accounting.CauseMMIOOther)
+		v.counts.Exit(exitcause.MMIOOther)
 		if !write {
 			fill(data)
 		}
@@ -152,7 +152,7 @@ func (v *VCPU) handleMSR(write bool) error {
 	r, base := v.bus.Lookup(v.id, exitbus.MSR, uint64(m.Index))
 	var err error
 	if r == nil {
-		v.acct.Exit(pick(write, accounting.CauseMSROtherWrite, accounting.CauseMSROtherRead))
+		v.counts.Exit(pick(write, exitcause.MSROtherWrite, exitcause.MSROtherRead))
 		err = vlapic.ErrGP
 	} else {
 		a := v.access(r, uint64(m.Index), base, write)
@@ -178,7 +178,7 @@ func (v *VCPU) handleMSR(write bool) error {
 func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.Access {
 	v.acc.Reset(v.id, addr, base, write, v)
 	if c, ok := r.Cause.Of(v.acc.Off, write); ok {
-		v.acct.Exit(c)
+		v.counts.Exit(c)
 	}
 	return &v.acc
 }
@@ -188,7 +188,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 func (v *VCPU) charged(r *exitbus.Range, a *exitbus.Access) {
 	if r.Cause.Deferred() {
 		if c, ok := a.Charged(); ok {
-			v.acct.Exit(c)
+			v.counts.Exit(c)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -347,6 +348,8 @@ type rig struct {
 	pveoi []PVEOI // per vCPU, nil: none (set before start)
 	// haltPoll is every vCPU's halt-polling policy (set before start).
 	haltPoll haltpoll.Policy
+	// noCounters builds the vCPUs with no Counters (set before start).
+	noCounters bool
 }
 
 // sink forwards the LAPICs' notifications to the vCPUs.
@@ -400,7 +403,11 @@ func (r *rig) build() {
 		if i == 0 {
 			boot = &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}
 		}
-		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Acct: &r.acct.CPUs[i], Bus: &r.bus,
+		var counts Counters = &r.acct.CPUs[i]
+		if r.noCounters {
+			counts = nil
+		}
+		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
 			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll})
 	}
 }
@@ -464,13 +471,13 @@ func (r *rig) deliver(cpu int, vec uint8) {
 	r.apics.Deliver(vlapic.Message{Vector: vec, Delivery: vlapic.Fixed, Dest: uint32(cpu), Source: -1})
 }
 
-func (r *rig) exits(cpu int, c accounting.Cause) uint64 { return r.acct.CPUs[cpu].Exits[c].Load() }
+func (r *rig) exits(cpu int, c exitcause.Cause) uint64 { return r.acct.CPUs[cpu].Exits[c].Load() }
 
 // wantExits checks every exit count of vCPU cpu: those in want, zero for
 // every other cause.
-func (r *rig) wantExits(cpu int, want map[accounting.Cause]uint64) {
+func (r *rig) wantExits(cpu int, want map[exitcause.Cause]uint64) {
 	r.t.Helper()
-	for c := accounting.Cause(0); c < accounting.NumCauses; c++ {
+	for c := exitcause.Cause(0); c < exitcause.NumCauses; c++ {
 		if got := r.exits(cpu, c); got != want[c] {
 			r.t.Errorf("vCPU %d: %d exits of cause %v, want %d", cpu, got, c, want[c])
 		}

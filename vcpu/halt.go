@@ -22,7 +22,7 @@ func (v *VCPU) halt(ifFlag bool) bool {
 	p, woke := v.waitWake(ifFlag, start)
 	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
 	if woke {
-		v.acct.Wakeups.Add(1)
+		v.counts.Woke()
 		v.exitFor(p.Fixed && ifFlag, p.Vector, vlapic.ExitHLT) // the HLT exit was the interrupt's
 	}
 	return woke
@@ -36,7 +36,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 		p, e := v.enter()
 		if p.Wakes(ifFlag) {
 			if polled && !slept {
-				v.acct.HaltPollHits.Add(1)
+				v.counts.HaltPollHit()
 			}
 			return p, true
 		}
@@ -68,7 +68,7 @@ func (v *VCPU) pollWake(start int64) bool {
 		return false
 	}
 	t0 := v.clock.Now()
-	v.acct.HaltPolls.Add(1) // after t0: whoever sees the poll counted sees it timed from before
+	v.counts.HaltPollBegan() // after t0: whoever sees the poll counted sees it timed from before
 	stop, now := start+int64(win), t0
 	for len(v.wake) == 0 && now < stop {
 		now = v.clock.Now()
@@ -76,7 +76,7 @@ func (v *VCPU) pollWake(start int64) bool {
 	// The poll's end is now, not the loop's last clock read: a thread
 	// descheduled between that read and the signal polled until now.
 	now = v.clock.Now()
-	v.acct.HaltPollNanos.Add(uint64(max(now-t0, 0)))
+	v.counts.HaltPollEnded(uint64(max(now-t0, 0)))
 	select {
 	case <-v.wake:
 		return true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/kvm"
 )
@@ -27,7 +28,7 @@ func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration, wai
 	deadline := time.Now().Add(5 * time.Second)
 	// The second HLT exit is counted before its halt begins, and after
 	// the first halt ended.
-	for r.exits(0, accounting.CauseHLT) < 2 || r.cpus[0].State() != StateHalted {
+	for r.exits(0, exitcause.HLT) < 2 || r.cpus[0].State() != StateHalted {
 		if time.Now().After(deadline) {
 			t.Fatalf("the vCPU did not halt a second time (state %v)", r.cpus[0].State())
 		}
@@ -46,7 +47,7 @@ func haltTwice(t *testing.T, p haltpoll.Policy, first, second time.Duration, wai
 	r.deliver(0, 0x55) // above 0x45, still in service (no EOI)
 	wait()
 	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, 0x55), e(false, -1))
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 2, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.HLT: 2, exitcause.PIOOther: 1})
 	r.counters(0, 2, 2, 0)
 	return a
 }

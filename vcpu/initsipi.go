@@ -116,7 +116,7 @@ func (v *VCPU) waitSIPI() error {
 				return fmt.Errorf("starting at SIPI vector %#x: %w", vec, err)
 			}
 			v.log.add(evSIPI, uint32(vec), 0)
-			v.acct.Wakeups.Add(1)
+			v.counts.Woke()
 			return nil
 		}
 		select {

@@ -64,7 +64,7 @@ func (v *VCPU) prepareEntry() error {
 		if err := v.kvm.NMI(); err != nil {
 			return fmt.Errorf("injecting an NMI: %w", err)
 		}
-		v.acct.NMIs.Add(1)
+		v.counts.NMIInjected()
 		v.log.add(evNMI, 0, run.Sync.Regs.RIP)
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -44,7 +45,7 @@ func TestExitsChargedToTheIPI(t *testing.T) {
 	}
 	<-f.inGuest
 	r.sendIPI(0, 0, 0x50)
-	for r.exits(0, accounting.CauseHLT) < 2 || r.cpus[0].State() != StateHalted {
+	for r.exits(0, exitcause.HLT) < 2 || r.cpus[0].State() != StateHalted {
 		runtime.Gosched()
 	}
 	r.deliver(0, 0x70) // untraced: a device's
@@ -61,8 +62,8 @@ func TestExitsChargedToTheIPI(t *testing.T) {
 	if sum != 3 {
 		t.Errorf("%d exits charged in all, want 3 (the device's wake-up is no IPI's)", sum)
 	}
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 2, accounting.CauseKick: 1, accounting.CausePIOOther: 2,
-		accounting.CauseIRQWindow: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.HLT: 2, exitcause.Kick: 1, exitcause.PIOOther: 2,
+		exitcause.IRQWindow: 1})
 }
 
 // A device's MSI carries the kind DeviceMSI (vmm traces it): the HLT exit

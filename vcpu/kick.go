@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -52,7 +52,7 @@ func (v *VCPU) Notify() {
 			if tid := v.tid.Load(); tid != 0 {
 				v.kick(int(tid))
 			}
-			v.acct.KicksSent.Add(1)
+			v.counts.KickSent()
 		}
 	case StateHalted, StateWaitSIPI:
 		v.wakeUp()
@@ -82,7 +82,7 @@ func (v *VCPU) kick(tid int) {
 			break
 		}
 	}
-	v.acct.KicksFailed.Add(1)
+	v.counts.KickFailed()
 }
 
 const kickTries = 100
@@ -102,10 +102,10 @@ func (v *VCPU) wakeUp() {
 // nothing: the kick protocol can cost at most one such spurious exit.
 // A PV EOI the guest has done is completed first, as prepareEntry will:
 // until then its vector still holds PPR up and would hide the new one.
-func (v *VCPU) kickCause() accounting.Cause {
+func (v *VCPU) kickCause() exitcause.Cause {
 	if p := v.look(); p.Work() || v.stopped() {
 		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
-		return accounting.CauseKick
+		return exitcause.Kick
 	}
-	return accounting.CauseKickSpurious
+	return exitcause.KickSpurious
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/pveoi"
@@ -68,7 +68,7 @@ func TestInjectOrWindow(t *testing.T) {
 	// not ready. 0x40 in service hides nothing else: no window after it.
 	wantEntries(t, f, e(true, -1), e(true, -1), e(true, -1), e(false, 0x40), e(false, -1))
 	wantInjected(t, f, 0x40)
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseIRQWindow: 3, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.IRQWindow: 3, exitcause.PIOOther: 1})
 	r.counters(0, 1, 0, 0)
 	if n := r.acct.CPUs[0].InjectedVec[0x40].Load(); n != 1 {
 		t.Errorf("vector 0x40 injected %d times", n)
@@ -82,7 +82,7 @@ func TestInjectOrWindow(t *testing.T) {
 // completed SYSCALL does) closes the window, whatever the exit said.
 func TestInjectDirtyRFLAGS(t *testing.T) {
 	r := newRig(t, 1)
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "cli", Cause: exitbus.Fixed(accounting.CauseOther),
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "cli", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
 			run := a.VCPU.KVM().RunData()
 			run.Sync.Regs.RFLAGS &^= rflagsIF
@@ -95,7 +95,7 @@ func TestInjectDirtyRFLAGS(t *testing.T) {
 	r.fakes[0] = f
 	r.runOne()
 	wantEntries(t, f, e(false, -1), e(true, -1), e(false, 0x50))
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseOther: 1, accounting.CauseIRQWindow: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Other: 1, exitcause.IRQWindow: 1})
 	r.counters(0, 1, 0, 0)
 }
 
@@ -118,7 +118,7 @@ func TestSecondVectorWaitsForWindow(t *testing.T) {
 	wantInjected(t, f, 0x40, 0x60)
 	// The kick's immediate_exit was cleared after that KVM_RUN: no entry
 	// saw it.
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseIRQWindow: 2, accounting.CausePIOOther: 2})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.IRQWindow: 2, exitcause.PIOOther: 2})
 	r.counters(0, 2, 0, 1)
 	s := r.apics.LAPIC(0).Snapshot()
 	if s.ISR[0x40/32] != 1<<(0x40%32) || s.ISR[0x60/32] != 1<<(0x60%32) || s.IRR != [8]uint32{} {
@@ -137,7 +137,7 @@ func TestHaltWakeByIPI(t *testing.T) {
 	r.deliver(0, 0x45)
 	wait()
 	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, -1))
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.HLT: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 1, 0)
 }
 
@@ -160,7 +160,7 @@ func TestHaltIFClearWakeByNMI(t *testing.T) {
 	if f.nmis != 1 || r.acct.CPUs[0].NMIs.Load() != 1 {
 		t.Errorf("%d KVM_NMI, %d counted, want 1", f.nmis, r.acct.CPUs[0].NMIs.Load())
 	}
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.HLT: 1, exitcause.IRQWindow: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 1, 0)
 }
 
@@ -181,7 +181,7 @@ func TestHaltWakeByTimer(t *testing.T) {
 		t.Errorf("woken after %v, before the timer's %v", d, ns)
 	}
 	wantEntries(t, f, e(false, -1), e(false, 0x30), e(false, -1))
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseHLT: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.HLT: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 1, 0)
 }
 
@@ -200,7 +200,7 @@ func TestKick(t *testing.T) {
 	r.cpus[0].Notify() // nothing new: 0x45 is in service
 	wait()
 	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, -1), e(false, -1))
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseKick: 1, accounting.CauseKickSpurious: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Kick: 1, exitcause.KickSpurious: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 0, 2)
 	if f.immediate.Load() {
 		t.Error("immediate_exit left set")
@@ -212,7 +212,7 @@ func TestKick(t *testing.T) {
 // one kick.
 func TestKickBeforeEntry(t *testing.T) {
 	r := newRig(t, 1)
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "late", Cause: exitbus.Fixed(accounting.CauseOther),
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "late", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
 			// As if the loop were already past prepareEntry: a Notify
 			// now must not be lost.
@@ -233,7 +233,7 @@ func TestKickBeforeEntry(t *testing.T) {
 	// entry 2, and the guest takes 0x46 there.
 	wantEntries(t, f, e(false, -1), entry{inject: 0x46, exception: -1, immediate: true}, e(false, 0x46), e(false, -1))
 	wantInjected(t, f, 0x46)
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseOther: 1, accounting.CauseKickSpurious: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Other: 1, exitcause.KickSpurious: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 0, 1)
 }
 
@@ -272,7 +272,7 @@ func TestInitSIPI(t *testing.T) {
 	}
 	// The third: INIT completes the exit it interrupted (completeExit).
 	wantEntries(t, f, e(false, -1), e(false, -1), entry{inject: -1, exception: -1, immediate: true}, e(false, -1), e(false, -1))
-	r.wantExits(1, map[accounting.Cause]uint64{accounting.CauseKickSpurious: 1, accounting.CauseKick: 1, accounting.CausePIOOther: 1})
+	r.wantExits(1, map[exitcause.Cause]uint64{exitcause.KickSpurious: 1, exitcause.Kick: 1, exitcause.PIOOther: 1})
 	r.counters(1, 0, 2, 2)
 	if pv.reset != 1 {
 		t.Errorf("PV EOI reset %d times at INIT, want 1", pv.reset)
@@ -314,7 +314,7 @@ func (r *rig) withPVEOI() []byte {
 		r.t.Fatal(err)
 	}
 	r.pveoi[0] = u.CPU(0)
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x92, Len: 1, Name: "self IPI", Cause: exitbus.Fixed(accounting.CauseOther),
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x92, Len: 1, Name: "self IPI", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.deliver(a.CPU, a.Data[0]); return nil })})
 	return ram
 }
@@ -326,7 +326,7 @@ func (r *rig) withPVEOI() []byte {
 func TestPVEOI(t *testing.T) {
 	r := newRig(t, 1)
 	ram := r.withPVEOI()
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(accounting.CauseOther),
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
 	var bits []byte
 	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
@@ -356,7 +356,7 @@ func TestPVEOI(t *testing.T) {
 	if s.ISR != [8]uint32{0x50 / 32: 1 << (0x50 % 32)} || s.IRR != [8]uint32{0x45 / 32: 1 << (0x45 % 32)} {
 		t.Errorf("ISR %#x IRR %#x, want 0x50 in service and 0x45 requested", s.ISR, s.IRR)
 	}
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseOther: 5, accounting.CausePIOOther: 2})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.MSRPVEOIWrite: 1, exitcause.Other: 5, exitcause.PIOOther: 2})
 	r.counters(0, 4, 0, 0)
 }
 
@@ -377,8 +377,8 @@ func TestGPThenInject(t *testing.T) {
 	gp := func(window bool, inject int) entry { return entry{window: window, inject: inject, exception: 13} }
 	wantEntries(t, f, e(true, -1), gp(true, -1), gp(true, -1), e(false, 0x40), e(false, -1))
 	wantInjected(t, f, 0x40)
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSROtherWrite: 1, accounting.CauseMSROtherRead: 1,
-		accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.MSROtherWrite: 1, exitcause.MSROtherRead: 1,
+		exitcause.IRQWindow: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 0, 0)
 }
 
@@ -447,8 +447,8 @@ func TestDoorbellWithdraw(t *testing.T) {
 	if c.Withdrawn.Load() != 1 || c.InjectedVec[0x40].Load() != 1 || c.PVEOIs.Load() != 0 {
 		t.Errorf("withdrawn %d, 0x40 injected %d, PV EOIs %d; want 1, 1, 0", c.Withdrawn.Load(), c.InjectedVec[0x40].Load(), c.PVEOIs.Load())
 	}
-	r.wantExits(0, map[accounting.Cause]uint64{accounting.CauseMSRPVEOIWrite: 1, accounting.CauseMSRSyscallEntryWrite: 1,
-		accounting.CauseOther: 1, accounting.CauseSyscallDoorbell: 1, accounting.CauseIRQWindow: 1, accounting.CausePIOOther: 1})
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.MSRPVEOIWrite: 1, exitcause.MSRSyscallEntryWrite: 1,
+		exitcause.Other: 1, exitcause.SyscallDoorbell: 1, exitcause.IRQWindow: 1, exitcause.PIOOther: 1})
 	r.counters(0, 1, 0, 0)
 }
 

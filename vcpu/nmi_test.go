@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -69,7 +69,7 @@ func TestRefusedInjectionStopsTheVM(t *testing.T) {
 func TestRefusedExceptionStopsTheVM(t *testing.T) {
 	r := newRig(t, 1)
 	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x500, Len: 1, Name: "raises #GP",
-		Cause: exitbus.Fixed(accounting.CausePIOOther), Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+		Cause: exitbus.Fixed(exitcause.PIOOther), Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
 			code := uint32(0)
 			return a.VCPU.InjectException(13, &code)
 		})})

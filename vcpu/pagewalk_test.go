@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 )
@@ -56,7 +55,7 @@ func TestTranslate(t *testing.T) {
 
 func TestCompleteCmpxchg16b(t *testing.T) {
 	mem, s := longModeMem(t)
-	v := &VCPU{mem: mem, acct: &accounting.VCPU{}}
+	v := &VCPU{mem: mem, counts: NopCounters{}}
 	// lock cmpxchg16b [rdi]
 	inst, err := x86asm.Decode([]byte{0xF0, 0x48, 0x0F, 0xC7, 0x0F}, 64)
 	if err != nil {

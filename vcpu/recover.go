@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 )
 
@@ -26,13 +26,13 @@ func (v *VCPU) recover() error {
 	run := v.kvm.RunData()
 	ie := v.kvm.Internal()
 	if ie.Suberror != kvm.InternalErrorEmulation {
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM internal error, sub-error %d (data %#x)", ie.Suberror, ie.Data[:min(int(ie.NData), 16)])
 	}
 	ef := v.kvm.EmulationFailure()
 	regs := &run.Sync.Regs
 	if ef.Flags&kvm.EmulationFlagInsnBytes == 0 || ef.InsnSize == 0 {
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not emulate an instruction at RIP %#x and gave no bytes", regs.RIP)
 	}
 	code := ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
@@ -55,28 +55,28 @@ func (v *VCPU) recover() error {
 		} else {
 			regs.RFLAGS |= rflagsAC
 		}
-		v.acct.Exit(accounting.CauseRecoverOther)
+		v.counts.Exit(exitcause.RecoverOther)
 		regs.RIP += 3
 		run.DirtyRegs |= kvm.SyncRegsGPR
 		return nil
 	}
 	inst, err := x86asm.Decode(code, mode)
 	if err != nil {
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not emulate the instruction % x at RIP %#x (undecodable: %v)", code, regs.RIP, err)
 	}
 	if handled, err := v.completeXState(inst, mode); handled {
 		return err
 	}
 	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCC {
-		v.acct.Exit(accounting.CauseRecoverInt3)
+		v.counts.Exit(exitcause.RecoverInt3)
 		return v.injectBP(uint64(inst.Len))
 	}
 	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCD && sregs.CR0&1 != 0 {
 		return v.completeSoftInt(inst, sregs, mode)
 	}
 	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		// In real mode (paging off) CS base is a physical address: the
 		// code as the CPU found it in RAM, beside the bytes KVM fetched.
 		seen := ""
@@ -88,7 +88,7 @@ func (v *VCPU) recover() error {
 		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s; the vCPU's last events: %v",
 			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, seen, &v.log)
 	}
-	v.acct.Exit(accounting.CauseRecoverOther)
+	v.counts.Exit(exitcause.RecoverOther)
 	regs.RIP += uint64(inst.Len)
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	return nil

@@ -65,7 +65,7 @@ func (v *VCPU) Run() error {
 		if err != nil {
 			if endedWithoutExit(err) {
 				v.log.add(evKick, 0, run.Sync.Regs.RIP)
-				v.acct.Exit(v.kickCause())
+				v.counts.Exit(v.kickCause())
 				continue
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}

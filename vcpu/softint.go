@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 )
 
@@ -90,14 +90,14 @@ func (v *VCPU) completeSoftInt(inst x86asm.Inst, s *kvm.Sregs, mode int) error {
 	}
 	f, task := checkSoftInt(gate, vec, long, cpl(s))
 	if f.vector != 0 {
-		v.acct.Exit(accounting.CauseRecoverIntN)
+		v.counts.Exit(exitcause.RecoverIntN)
 		return v.injectException(f.vector, &f.code, nil)
 	}
 	if task {
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("int %#x through a task gate (selector %#x): govmm does not switch tasks", vec, binary.LittleEndian.Uint16(gate[2:]))
 	}
-	v.acct.Exit(accounting.CauseRecoverIntN)
+	v.counts.Exit(exitcause.RecoverIntN)
 	return v.injectTrapEvent(uint64(inst.Len), func(ev *kvm.VCPUEvents) {
 		// An injected event of interrupt type pushes no error code and
 		// returns to the RIP it is entered with, as int n does. It is

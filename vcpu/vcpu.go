@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
@@ -27,9 +26,9 @@ type Config struct {
 	// LAPIC is the vCPU's own; its observer (vlapic.LAPIC.Observer) is
 	// told of injections and of the exits made for an interrupt.
 	LAPIC *vlapic.LAPIC
-	// Acct counts the vCPU's exits by cause, its kicks, wake-ups and halt
-	// polls.
-	Acct *accounting.VCPU
+	// Counters counts the vCPU's exits by cause, its kicks, wake-ups,
+	// halt polls and NMIs (accounting.VCPU in govmm); nil counts nothing.
+	Counters Counters
 	// Bus serves the vCPU's PIO, MMIO and MSR exits (read-only once the
 	// vCPU runs).
 	Bus   *exitbus.Bus
@@ -67,19 +66,19 @@ type Config struct {
 // thread. state, kickPending and tid are atomics read by Notify from other
 // threads; wake is a one-slot channel anyone may fill.
 type VCPU struct {
-	id    int
-	kvm   Hardware
-	lapic *vlapic.LAPIC
-	obs   vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
-	acct  *accounting.VCPU
-	bus   *exitbus.Bus
-	acc   exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
-	pveoi PVEOI
-	clock vlapic.Clock
-	mem   *memory.Memory
-	done  <-chan struct{}
-	boot  *EntryState
-	sig   uint32 // Config.Signature, or 0x600
+	id     int
+	kvm    Hardware
+	lapic  *vlapic.LAPIC
+	obs    vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
+	counts Counters        // the loop's own events (Config.Counters)
+	bus    *exitbus.Bus
+	acc    exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	pveoi  PVEOI
+	clock  vlapic.Clock
+	mem    *memory.Memory
+	done   <-chan struct{}
+	boot   *EntryState
+	sig    uint32 // Config.Signature, or 0x600
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
@@ -121,10 +120,13 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, obs: c.LAPIC.Observer(), acct: c.Acct, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, obs: c.LAPIC.Observer(), counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
+	}
+	if v.counts == nil {
+		v.counts = NopCounters{}
 	}
 	v.sig = c.Signature
 	if v.sig == 0 {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/xstate"
 )
@@ -65,36 +65,36 @@ func (v *VCPU) completeXState(inst x86asm.Inst, mode int) (handled bool, err err
 	if err != nil {
 		return true, err
 	}
-	var cause accounting.Cause
+	var cause exitcause.Cause
 	var fault xstate.Fault
 	var pf *pageFault
 	switch inst.Op {
 	case x86asm.XGETBV:
-		cause = accounting.CauseRecoverXGETBV
+		cause = exitcause.RecoverXGETBV
 		fault, err = v.xgetbv(regs, sregs)
 	case x86asm.XSETBV:
-		cause = accounting.CauseRecoverXSETBV
+		cause = exitcause.RecoverXSETBV
 		fault, err = v.xsetbv(regs, sregs)
 	default:
 		save, restore, _ := xstateOp(inst.Op)
-		cause = accounting.CauseRecoverXSAVE
+		cause = exitcause.RecoverXSAVE
 		if restore {
-			cause = accounting.CauseRecoverXRSTOR
+			cause = exitcause.RecoverXRSTOR
 		}
 		fault, pf, err = v.xsaveArea(inst, save, restore, mode, regs, sregs)
 	}
 	switch {
 	case err != nil:
-		v.acct.Exit(accounting.CauseOther)
+		v.counts.Exit(exitcause.Other)
 		return true, fmt.Errorf("completing %s at RIP %#x: %w", inst.Op, regs.RIP, err)
 	case pf != nil:
-		v.acct.Exit(accounting.CauseRecoverXStateFault)
+		v.counts.Exit(exitcause.RecoverXStateFault)
 		return true, v.injectException(14, &pf.code, &pf.addr)
 	case fault != xstate.OK:
-		v.acct.Exit(accounting.CauseRecoverXStateFault)
+		v.counts.Exit(exitcause.RecoverXStateFault)
 		return true, v.injectFault(fault)
 	}
-	v.acct.Exit(cause)
+	v.counts.Exit(cause)
 	regs.RIP += uint64(inst.Len)
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	return true, nil

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // Interrupter sends MSI-X messages (the pci package's *MSIX).
@@ -180,11 +180,11 @@ func (t *PCITransport) NotifyFD(q int) int { return t.kick[q].fd }
 func (t *PCITransport) NumQueues() int { return len(t.maxSizes) }
 
 // Cause is the accounting cause of a BAR access at off.
-func (t *PCITransport) Cause(off uint64, write bool) accounting.Cause {
+func (t *PCITransport) Cause(off uint64, write bool) exitcause.Cause {
 	if write && off >= barNotify && off < barNotify+barNotifyLen {
-		return accounting.CauseVirtioNotify
+		return exitcause.VirtioNotify
 	}
-	return accounting.CauseVirtioConfig
+	return exitcause.VirtioConfig
 }
 
 // ReadBAR serves a read of the BAR at off. An access must lie in one

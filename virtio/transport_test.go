@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"golang.org/x/sys/unix"
+
+	"github.com/govmm/govmm/exitcause"
 )
 
 // fakeDevice serves every queue with one goroutine: on each kick it pops
@@ -578,9 +579,9 @@ func TestTransportRegisters(t *testing.T) {
 	if b.r(ccDeviceFeature, 4) != 0 {
 		t.Error("feature word 2")
 	}
-	if r.tr.Cause(r.tr.NotifyOffset(1), true) != accounting.CauseVirtioNotify ||
-		r.tr.Cause(ccDeviceStatus, true) != accounting.CauseVirtioConfig ||
-		r.tr.Cause(r.tr.NotifyOffset(1), false) != accounting.CauseVirtioConfig {
+	if r.tr.Cause(r.tr.NotifyOffset(1), true) != exitcause.VirtioNotify ||
+		r.tr.Cause(ccDeviceStatus, true) != exitcause.VirtioConfig ||
+		r.tr.Cause(r.tr.NotifyOffset(1), false) != exitcause.VirtioConfig {
 		t.Error("Cause")
 	}
 	if r.tr.BARSize()&(r.tr.BARSize()-1) != 0 {

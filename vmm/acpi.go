@@ -3,9 +3,9 @@ package vmm
 import (
 	"fmt"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/acpi"
 	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
 )
@@ -58,13 +58,13 @@ func (vm *VM) installACPI() error {
 	pm := &devices.ACPIPM{EvtPort: portPM1aEvt, CntPort: portPM1aCnt, ResetPort: portReset, ResetValue: resetValue,
 		PowerOff: func() { vm.end("poweroff", 0) }, Reset: func() { vm.end("reboot", 0) }}
 	ports := []portDevice{
-		{portPM1aEvt, 6, "ACPI PM1a event/control", accounting.CausePIOACPIPM, pm},
-		{portPMTimer, 4, "ACPI PM timer", accounting.CausePIOACPIPM, &devices.PMTimer{Now: vm.clock.Now}},
+		{portPM1aEvt, 6, "ACPI PM1a event/control", exitcause.PIOACPIPM, pm},
+		{portPMTimer, 4, "ACPI PM timer", exitcause.PIOACPIPM, &devices.PMTimer{Now: vm.clock.Now}},
 	}
 	if !vm.cfg.wantsPCI() {
 		// With a PCI bus, 0xCF9 is inside the bus's 0xCF8-0xCFF and the
 		// bus hands its accesses to pm (setupPCI).
-		ports = append(ports, portDevice{portReset, 1, "ACPI reset", accounting.CausePIOACPIPM, pm})
+		ports = append(ports, portDevice{portReset, 1, "ACPI reset", exitcause.PIOACPIPM, pm})
 	}
 	if err := vm.registerPorts(ports); err != nil {
 		return err

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +49,7 @@ func (vm *VM) setupEarlyCon(slot uint32) error {
 	e := &earlyConsole{dev: devices.NewEarlyCon(vm.cfg.Console)}
 	vm.early, vm.console = e, orderedConsole{e, vm.cfg.Console}
 	if err := vm.bus.Register(exitbus.Range{Space: exitbus.MMIO, Base: EarlyConBase, Len: devices.EarlyConSize,
-		Name: "early console (16550, mmio32)", Cause: exitbus.Fixed(accounting.CauseMMIOEarlyCon),
+		Name: "early console (16550, mmio32)", Cause: exitbus.Fixed(exitcause.MMIOEarlyCon),
 		Handler: exitbus.HandlerFunc(e.access)}); err != nil {
 		return err
 	}

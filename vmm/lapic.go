@@ -8,8 +8,8 @@ package vmm
 import (
 	"fmt"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -33,11 +33,11 @@ func (l lapicRanges) register(b *exitbus.Bus) error {
 		Handler: exitbus.HandlerFunc(l.msr),
 	}, {
 		Space: exitbus.MSR, Base: vlapic.MSRTSCDeadline, Len: 1, Name: "TSC_DEADLINE", PerCPU: true, Filter: true,
-		Cause:   exitbus.ReadWrite(accounting.CauseMSRTSCDeadlineRead, accounting.CauseMSRTSCDeadlineWrite),
+		Cause:   exitbus.ReadWrite(exitcause.MSRTSCDeadlineRead, exitcause.MSRTSCDeadlineWrite),
 		Handler: exitbus.HandlerFunc(l.msr),
 	}, {
 		Space: exitbus.MSR, Base: vlapic.MSRAPICBase, Len: 1, Name: "APIC_BASE", PerCPU: true, Filter: true,
-		Cause:   exitbus.ReadWrite(accounting.CauseMSRAPICBaseRead, accounting.CauseMSRAPICBaseWrite),
+		Cause:   exitbus.ReadWrite(exitcause.MSRAPICBaseRead, exitcause.MSRAPICBaseWrite),
 		Handler: exitbus.HandlerFunc(l.base),
 	}} {
 		if err := b.Register(r); err != nil {
@@ -52,12 +52,12 @@ func (l lapicRanges) pageAt(cpu int) (uint64, bool) { return l.apics.LAPIC(cpu).
 
 // xapicCause and x2apicCause count an access by the APIC register it
 // reaches.
-func xapicCause(off uint64, write bool) accounting.Cause {
-	return accounting.APICCause(false, write, uint16(vlapic.RegisterOfOffset(off)))
+func xapicCause(off uint64, write bool) exitcause.Cause {
+	return exitcause.APIC(false, write, uint16(vlapic.RegisterOfOffset(off)))
 }
 
-func x2apicCause(off uint64, write bool) accounting.Cause {
-	return accounting.APICCause(true, write, uint16(off))
+func x2apicCause(off uint64, write bool) exitcause.Cause {
+	return exitcause.APIC(true, write, uint16(off))
 }
 
 // page serves an access to the xAPIC page.

@@ -7,6 +7,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/acpi"
 	"github.com/govmm/govmm/devices"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/pci"
@@ -185,7 +186,7 @@ func queueReports(st *virtio.TransportStats, labels []string) []accounting.Queue
 	return out
 }
 
-func msixCause(off uint64, write bool) accounting.Cause { return accounting.CauseMMIOMSIXTable }
+func msixCause(off uint64, write bool) exitcause.Cause { return exitcause.MMIOMSIXTable }
 
 // sendPCIMSI is the PCI bus's MSI sink: the message goes through the
 // remapping unit (or straight, compatibility format) to the APIC bus,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
@@ -136,7 +137,7 @@ func (p *platform) register(b *exitbus.Bus) error {
 		return err
 	}
 	return b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vintremap.Base, Len: 0x1000, Name: "VT-d remapping unit",
-		Cause:   exitbus.ReadWrite(accounting.CauseMMIOIOMMURead, accounting.CauseMMIOIOMMUWrite),
+		Cause:   exitbus.ReadWrite(exitcause.MMIOIOMMURead, exitcause.MMIOIOMMUWrite),
 		Handler: page(p.iommu.ReadMMIO, p.iommu.WriteMMIO)})
 }
 
@@ -152,20 +153,20 @@ func page(read, write func(off uint64, data []byte)) exitbus.Handler {
 	})
 }
 
-func ioapicCause(off uint64, write bool) accounting.Cause {
+func ioapicCause(off uint64, write bool) exitcause.Cause {
 	switch {
 	case off == 0x00 && write:
-		return accounting.CauseMMIOIOAPICSelWrite
+		return exitcause.MMIOIOAPICSelWrite
 	case off == 0x00:
-		return accounting.CauseMMIOIOAPICSelRead
+		return exitcause.MMIOIOAPICSelRead
 	case off == 0x10 && write:
-		return accounting.CauseMMIOIOAPICWinWrite
+		return exitcause.MMIOIOAPICWinWrite
 	case off == 0x10:
-		return accounting.CauseMMIOIOAPICWinRead
+		return exitcause.MMIOIOAPICWinRead
 	case off == 0x40 && write:
-		return accounting.CauseMMIOIOAPICEOIWrite
+		return exitcause.MMIOIOAPICEOIWrite
 	}
-	return accounting.CauseMMIOIOAPICOther
+	return exitcause.MMIOIOAPICOther
 }
 
 // guestMemory is guest RAM as the remapping unit reads and writes it (the

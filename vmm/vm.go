@@ -12,6 +12,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
@@ -347,7 +348,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return t
 	})
 	for i := range n {
-		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Acct: &vm.acct.CPUs[i],
+		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
@@ -364,12 +365,12 @@ func (vm *VM) setupDevices() error {
 	vm.fwcfg = devices.NewFwCfg(vm.cfg.CPUs, vm.cfg.MemSize)
 	vm.serial.IRQ = func(level bool) { vm.plat.SetLine(4, level) } // COM1 is ISA IRQ 4
 	return vm.registerPorts([]portDevice{
-		{PortSerial, 8, "COM1 serial", accounting.CausePIOSerial, vm.serial},
-		{PortDebugExit, 4, "debug exit", accounting.CausePIODebugExit, &devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }}},
-		{PortFwCfg, 2, "fw_cfg", accounting.CausePIOFwCfg, vm.fwcfg},
-		{PortTestDev, 24, "pc-testdev", accounting.CausePIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine}},
-		{PortMSITest, 16, "MSI test device", accounting.CausePIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
-		{PortMark, devices.MarkerPorts, "accounting marker", accounting.CausePIOMark,
+		{PortSerial, 8, "COM1 serial", exitcause.PIOSerial, vm.serial},
+		{PortDebugExit, 4, "debug exit", exitcause.PIODebugExit, &devices.DebugExit{Exit: func(status int) { vm.end("debug-exit", status) }}},
+		{PortFwCfg, 2, "fw_cfg", exitcause.PIOFwCfg, vm.fwcfg},
+		{PortTestDev, 24, "pc-testdev", exitcause.PIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine}},
+		{PortMSITest, 16, "MSI test device", exitcause.PIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
+		{PortMark, devices.MarkerPorts, "accounting marker", exitcause.PIOMark,
 			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, vm.acct.LastSection, vm.acct.InjectedVector)},
 	})
 }
@@ -378,7 +379,7 @@ func (vm *VM) setupDevices() error {
 type portDevice struct {
 	base, n uint16
 	name    string
-	cause   accounting.Cause
+	cause   exitcause.Cause
 	dev     devices.PortDevice
 }
 

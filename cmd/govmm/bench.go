@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
@@ -143,7 +143,7 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 			if cpu == sender {
 				r.SenderExit = e
 				for c, v := range s.Exits {
-					if accounting.Cause(c).Class().IPISend() {
+					if exitcause.Cause(c).Class().IPISend() {
 						r.ICRPerOp += float64(v) / float64(ops)
 					}
 				}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
 )
@@ -33,11 +33,11 @@ machine's and compare only side by side; the ratio is the figure.`
 // counts for each.
 var floorKinds = []struct {
 	name  string
-	cause accounting.Cause
+	cause exitcause.Cause
 }{
-	{"port", accounting.CausePIOOther},
-	{"mmio", accounting.CauseMMIOOther},
-	{"msr", accounting.APICCause(true, true, uint16(vlapic.RegTPR))},
+	{"port", exitcause.PIOOther},
+	{"mmio", exitcause.MMIOOther},
+	{"msr", exitcause.APIC(true, true, uint16(vlapic.RegTPR))},
 }
 
 type floorBench struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vmm"
 )
@@ -296,7 +297,7 @@ func (b *ipiBench) fill(r *benchreport.IPIRow, sec accounting.Section, ipis uint
 		for c, n := range s.Exits {
 			recv.Exits[c] += n
 		}
-		recv.Exits[accounting.CauseHLT] += s.Wakeups - s.Exits[accounting.CauseHLT]
+		recv.Exits[exitcause.HLT] += s.Wakeups - s.Exits[exitcause.HLT]
 		injected += s.Injected
 	}
 	for k := range bsp.IPISent {
@@ -327,18 +328,18 @@ func ipiMinimum(r *benchreport.IPIRow) {
 // sendCause is true for the exits of the send path itself: ICR (and
 // ICR2), SELF_IPI and PV send-IPI accesses; not the LAPIC timer's
 // initial count (timer_icr).
-func sendCause(c accounting.Cause) bool { return c.Class().IPISend() }
+func sendCause(c exitcause.Cause) bool { return c.Class().IPISend() }
 
 // byCause lists causes with their count per unit, largest first.
-func byCause(s accounting.Snapshot, per uint64, keep func(accounting.Cause) bool) string {
+func byCause(s accounting.Snapshot, per uint64, keep func(exitcause.Cause) bool) string {
 	type cn struct {
 		name string
 		n    uint64
 	}
 	var l []cn
 	for c, n := range s.Exits {
-		if n != 0 && keep(accounting.Cause(c)) {
-			l = append(l, cn{accounting.Cause(c).String(), n})
+		if n != 0 && keep(exitcause.Cause(c)) {
+			l = append(l, cn{exitcause.Cause(c).String(), n})
 		}
 	}
 	sort.Slice(l, func(i, j int) bool {
@@ -369,16 +370,16 @@ func senderWhy(r benchreport.IPIRow, bsp accounting.Snapshot) string {
 	}
 	var sends uint64
 	for c, n := range bsp.Exits {
-		if sendCause(accounting.Cause(c)) {
+		if sendCause(exitcause.Cause(c)) {
 			sends += n
 		}
 	}
 	if extra := r.SenderExit - sends; extra > 0 {
-		why = append(why, "exits besides the send path, per IPI: "+byCause(bsp, r.IPIs, func(c accounting.Cause) bool { return !sendCause(c) }))
+		why = append(why, "exits besides the send path, per IPI: "+byCause(bsp, r.IPIs, func(c exitcause.Cause) bool { return !sendCause(c) }))
 	}
 	if len(why) == 0 && float64(r.SenderExit) > float64(r.IPIs)*r.SenderMin {
 		why = append(why, fmt.Sprintf("%d send exits per ICR write expected, exits per IPI: %s", k,
-			byCause(bsp, r.IPIs, func(accounting.Cause) bool { return true })))
+			byCause(bsp, r.IPIs, func(exitcause.Cause) bool { return true })))
 	}
 	return strings.Join(why, "; ")
 }
@@ -389,17 +390,17 @@ func recvWhy(r benchreport.IPIRow, recv accounting.Snapshot) string {
 	if r.Deliveries == 0 {
 		return ""
 	}
-	s := "receivers' exits per delivery: " + byCause(recv, r.Deliveries, func(accounting.Cause) bool { return true })
+	s := "receivers' exits per delivery: " + byCause(recv, r.Deliveries, func(exitcause.Cause) bool { return true })
 	var notes []string
-	if recv.Exits[accounting.CauseIRQWindow] > 0 {
+	if recv.Exits[exitcause.IRQWindow] > 0 {
 		notes = append(notes, "irq_window: the IPI came while the receiver could not take it (IF=0 or STI shadow)")
 	}
-	if recv.Exits[accounting.CauseKick]+recv.Exits[accounting.CauseKickSpurious] > 0 {
+	if recv.Exits[exitcause.Kick]+recv.Exits[exitcause.KickSpurious] > 0 {
 		notes = append(notes, "kick: the receiver was in KVM_RUN, not halted, when the IPI came")
 	}
 	if r.Delivery != "plain" {
 		for c, n := range recv.Exits {
-			if n > 0 && accounting.Cause(c).Class() == accounting.ClassEOI {
+			if n > 0 && exitcause.Cause(c).Class() == exitcause.ClassEOI {
 				notes = append(notes, "EOI exits despite PV EOI: the VMM did not arm it (another interrupt pending)")
 				break
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/exitcause"
 )
 
 // TestBenchIPI runs 'govmm bench-ipi' on 5 vCPUs (destinations 1, 2 and 4)
@@ -183,17 +184,17 @@ func TestWhyClasses(t *testing.T) {
 		IPIs: 10, Deliveries: 10, SenderExit: 20, RecvExit: 21}
 	ipiMinimum(&r)
 	var bsp, recv accounting.Snapshot
-	bsp.Exits[accounting.APICCause(true, true, 0x30)] = 10 // ICR
-	bsp.Exits[accounting.APICCause(true, true, 0x38)] = 10 // timer_icr
+	bsp.Exits[exitcause.APIC(true, true, 0x30)] = 10 // ICR
+	bsp.Exits[exitcause.APIC(true, true, 0x38)] = 10 // timer_icr
 	if got, want := senderWhy(r, bsp), "exits besides the send path, per IPI: msr_x2apic_timer_icr_write 1"; got != want {
 		t.Errorf("senderWhy = %q, want %q", got, want)
 	}
-	recv.Exits[accounting.CauseHLT] = 10
-	recv.Exits[accounting.CauseMSRPVEOIWrite] = 1
+	recv.Exits[exitcause.HLT] = 10
+	recv.Exits[exitcause.MSRPVEOIWrite] = 1
 	if got := recvWhy(r, recv); strings.Contains(got, "EOI exits despite PV EOI") {
 		t.Errorf("recvWhy counts the PV EOI MSR as an EOI exit: %q", got)
 	}
-	recv.Exits[accounting.APICCause(true, true, 0x0B)] = 1
+	recv.Exits[exitcause.APIC(true, true, 0x0B)] = 1
 	if got := recvWhy(r, recv); !strings.Contains(got, "EOI exits despite PV EOI") {
 		t.Errorf("recvWhy misses an x2APIC EOI write: %q", got)
 	}

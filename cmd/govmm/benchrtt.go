@@ -14,6 +14,7 @@ import (
 
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vmm"
 )
@@ -246,10 +247,10 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 		r.RecvByCause = map[string]uint64{}
 		for c, n := range recv.Exits {
 			if n != 0 {
-				r.RecvByCause[accounting.Cause(c).String()] = n
+				r.RecvByCause[exitcause.Cause(c).String()] = n
 			}
 		}
-		r.Kicks = recv.Exits[accounting.CauseKick] + recv.Exits[accounting.CauseKickSpurious]
+		r.Kicks = recv.Exits[exitcause.Kick] + recv.Exits[exitcause.KickSpurious]
 		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
 		return r, nil
 	})

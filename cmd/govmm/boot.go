@@ -12,6 +12,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/dashboard"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
@@ -285,8 +286,8 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []linuxguest.PhaseRecord) {
 		return
 	}
 	byCause := vm.Accounting().Report().Total.ByCause
-	n := byCause[accounting.CauseSyscallDoorbell.String()]
-	if f := byCause[accounting.CauseSyscallDoorbellForged.String()]; f > 0 {
+	n := byCause[exitcause.SyscallDoorbell.String()]
+	if f := byCause[exitcause.SyscallDoorbellForged.String()]; f > 0 {
 		fmt.Fprintf(w, "SYSCALL doorbell: %d accesses that were not a SYSCALL refused (syscall_doorbell_forged: #GP(0) from user mode)\n", f)
 	}
 	d, k, ok := linuxguest.UserStartup(ph)
@@ -335,8 +336,8 @@ func pick(c bool, a, b string) string {
 	return b
 }
 
-var xstateCauses = []accounting.Cause{accounting.CauseRecoverXSAVE, accounting.CauseRecoverXRSTOR,
-	accounting.CauseRecoverXGETBV, accounting.CauseRecoverXSETBV, accounting.CauseRecoverXStateFault}
+var xstateCauses = []exitcause.Cause{exitcause.RecoverXSAVE, exitcause.RecoverXRSTOR,
+	exitcause.RecoverXGETBV, exitcause.RecoverXSETBV, exitcause.RecoverXStateFault}
 
 func orNone(s string) string {
 	if s == "" {

@@ -1,0 +1,49 @@
+// This file holds what the vCPU loop tells of itself: Counters, through
+// which each exit's cause, each wake-up, halt poll, kick and NMI is
+// counted by whoever implements it (accounting.VCPU in govmm), and
+// NopCounters, which counts nothing. The loop imports no accounting: what
+// it counts comes out through this interface and the LAPIC's observer
+// (vlapic.Observer), never as counter types.
+
+package vcpu
+
+import "github.com/govmm/govmm/exitcause"
+
+// Counters counts the vCPU loop's own events. An implementation must be
+// cheap (one is called on every exit) and must not block.
+//
+// Concurrency: KickSent and KickFailed are called by whichever thread
+// kicks the vCPU (Notify); every other method only by the vCPU's own
+// thread.
+type Counters interface {
+	// Exit counts one exit the loop served, by its cause.
+	Exit(exitcause.Cause)
+	// Woke counts a wake-up from HLT or wait-for-SIPI.
+	Woke()
+	// HaltPollBegan counts a halt poll as it begins (so that a poll in
+	// progress is seen), HaltPollEnded the host time it took, and
+	// HaltPollHit a halt whose poll saw the wake-up (the thread never
+	// slept).
+	HaltPollBegan()
+	HaltPollEnded(nanos uint64)
+	HaltPollHit()
+	// KickSent counts a kick aimed at the vCPU in the guest (signal and
+	// immediate_exit; AVIC's doorbell); KickFailed a kick signal that
+	// could not be sent.
+	KickSent()
+	KickFailed()
+	// NMIInjected counts an NMI KVM took (KVM_NMI).
+	NMIInjected()
+}
+
+// NopCounters counts nothing: a loop without it runs the same.
+type NopCounters struct{}
+
+func (NopCounters) Exit(exitcause.Cause) {}
+func (NopCounters) Woke()                {}
+func (NopCounters) HaltPollBegan()       {}
+func (NopCounters) HaltPollEnded(uint64) {}
+func (NopCounters) HaltPollHit()         {}
+func (NopCounters) KickSent()            {}
+func (NopCounters) KickFailed()          {}
+func (NopCounters) NMIInjected()         {}
