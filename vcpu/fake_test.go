@@ -93,6 +93,9 @@ type fakeCPU struct {
 	msrs      map[uint32]uint64
 	sigmask   uint64
 
+	// onRun, when set, is called at every KVM_RUN (before it returns).
+	onRun func()
+
 	internal kvm.InternalExit
 	emul     kvm.EmulationFailure // KVM's report of an emulation failure
 	failE    kvm.FailEntryExit
@@ -109,6 +112,9 @@ var _ Hardware = (*fakeCPU)(nil)
 func (f *fakeCPU) RunData() *kvm.Run { return &f.run }
 
 func (f *fakeCPU) Run() error {
+	if f.onRun != nil {
+		f.onRun()
+	}
 	e := entry{window: f.run.RequestInterruptWindow != 0, inject: f.queued, exception: f.exc}
 	if f.last != nil && (f.last.reason == kvm.ExitX86RDMSR || f.last.reason == kvm.ExitX86WRMSR) && f.last.msr.Error != 0 {
 		e.exception = 13 // KVM injects #GP(0)
@@ -350,6 +356,8 @@ type rig struct {
 	haltPoll haltpoll.Policy
 	// noCounters builds the vCPUs with no Counters (set before start).
 	noCounters bool
+	// yieldEvery is every vCPU's Config.YieldEvery (set before start).
+	yieldEvery uint64
 }
 
 // sink forwards the LAPICs' notifications to the vCPUs.
@@ -408,7 +416,7 @@ func (r *rig) build() {
 			counts = nil
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery})
 	}
 }
 

@@ -50,6 +50,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 		slept = true
 		select {
 		case <-v.wake:
+			v.sleptNow()
 		case <-v.done:
 			return vlapic.Pending{}, false
 		}

@@ -121,6 +121,7 @@ func (v *VCPU) waitSIPI() error {
 		}
 		select {
 		case <-v.wake:
+			v.sleptNow()
 		case <-v.done:
 			return errStop
 		}

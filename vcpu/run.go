@@ -50,6 +50,7 @@ func (v *VCPU) Run() error {
 		if v.stopped() {
 			return nil
 		}
+		v.yieldIfDue()
 		v.state.Store(uint32(StateGuest))
 		if err := v.prepareEntry(); err != nil {
 			if errors.Is(err, errStop) {

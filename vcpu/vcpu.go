@@ -50,6 +50,10 @@ type Config struct {
 	// HaltPoll is how the vCPU's thread polls for a wake-up after HLT
 	// before it sleeps (package haltpoll); the zero Policy never polls.
 	HaltPoll haltpoll.Policy
+	// YieldEvery is how many host TSC cycles the loop may run without
+	// blocking before it yields to Go's scheduler (yield.go); 0 never
+	// yields.
+	YieldEvery uint64
 	// Signature is CPUID.1 EAX as the vCPU's CPUID table gives it
 	// (family, model, stepping): RDX after INIT, as KVM's own INIT leaves
 	// it (kvm_vcpu_reset); 0 gives KVM's default, 0x600.
@@ -76,9 +80,11 @@ type VCPU struct {
 	pveoi  PVEOI
 	clock  vlapic.Clock
 	mem    *memory.Memory
-	done   <-chan struct{}
-	boot   *EntryState
-	sig    uint32 // Config.Signature, or 0x600
+	// yieldEvery and lastBlock (host TSC) pace yieldIfDue.
+	yieldEvery, lastBlock uint64
+	done                  <-chan struct{}
+	boot                  *EntryState
+	sig                   uint32 // Config.Signature, or 0x600
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
@@ -128,7 +134,7 @@ func New(id int, c Config) *VCPU {
 	if v.counts == nil {
 		v.counts = NopCounters{}
 	}
-	v.sig = c.Signature
+	v.sig, v.yieldEvery = c.Signature, c.YieldEvery
 	if v.sig == 0 {
 		v.sig = 0x600
 	}

@@ -96,6 +96,12 @@ type VM struct {
 // never outlive the test or command that runs it.
 var StopGrace = 10 * time.Second
 
+// VCPUYieldEvery is how long a vCPU goroutine may run without blocking
+// before it yields to Go's scheduler (vcpu.Config.YieldEvery): half of
+// the 10 ms after which Go's sysmon would take the vCPU thread's P at
+// every KVM_RUN (vcpu/yield.go).
+const VCPUYieldEvery = 5 * time.Millisecond
+
 // Result is how a VM ended.
 type Result struct {
 	// Status is the guest's exit status: (code << 1) | 1 from the debug-exit
@@ -350,7 +356,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
-			HaltPoll: vm.haltPoll, Signature: signature}
+			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery)}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot

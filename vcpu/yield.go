@@ -1,0 +1,54 @@
+// This file holds the vCPU goroutine's yield to Go's scheduler: what keeps
+// the runtime from taking the vCPU thread's P at every KVM_RUN once the
+// loop has run for 10 ms without blocking.
+
+package vcpu
+
+import (
+	"runtime"
+
+	"github.com/govmm/govmm/kvm"
+)
+
+// yieldIfDue reschedules the vCPU goroutine when it has gone yieldEvery
+// cycles of the host's TSC (read with RDTSC: no system call, no clock
+// read) without blocking; a halt or wait-for-SIPI that slept counts as
+// blocking (sleptNow), so a guest that idles never yields.
+//
+// Why: Go's sysmon (runtime/proc.go, retake) treats a goroutine that has
+// run on one scheduling tick for 10 ms (forcePreemptNS) as running too
+// long, and whenever it then finds it in a system call it takes its P.
+// A vCPU loop whose guest does not halt never blocks in Go, so from its
+// first 10 ms on sysmon took the P during nearly every KVM_RUN, at its
+// fastest period (each retake resets its back-off to 20 µs): each exit
+// came back the slow way (another P, under the scheduler's lock) and each
+// handed-off P woke a thread that spun before it slept. With the process
+// on one CPU, as a pinned vCPU thread is, the vCPU thread and those threads
+// took turns at every exit: bench-exits inside the nested AMD-V host
+// measured govmm at 4.4-6.0x the floor VMM, 540,000 context switches
+// per run; with this yield (every 5 ms), 1.26-1.39x and 19,000
+// (docs/exit-cost.md). A yield of a locked goroutine costs two thread
+// switches; one per 5 ms of a busy guest is nothing beside that.
+func (v *VCPU) yieldIfDue() {
+	if v.yieldEvery == 0 {
+		return
+	}
+	if now := tsc(); now-v.lastBlock >= v.yieldEvery {
+		v.lastBlock = now
+		yield()
+	}
+}
+
+// sleptNow records that the vCPU goroutine has just blocked (a new
+// scheduling tick): the next yield is due yieldEvery from now.
+func (v *VCPU) sleptNow() {
+	if v.yieldEvery != 0 {
+		v.lastBlock = tsc()
+	}
+}
+
+// tsc and yield are kvm.RDTSC and runtime.Gosched, replaced in tests.
+var (
+	tsc   = kvm.RDTSC
+	yield = runtime.Gosched
+)

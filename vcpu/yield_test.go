@@ -1,0 +1,75 @@
+package vcpu
+
+import (
+	"testing"
+
+	"github.com/govmm/govmm/exitcause"
+)
+
+// fakeYield replaces the TSC and Gosched for one test: the TSC reads *now,
+// and each yield is counted.
+func fakeYield(t *testing.T, now *uint64) *int {
+	t.Helper()
+	yields := 0
+	oldTSC, oldYield := tsc, yield
+	tsc, yield = func() uint64 { return *now }, func() { yields++ }
+	t.Cleanup(func() { tsc, yield = oldTSC, oldYield })
+	return &yields
+}
+
+// TestYieldIfDue: the loop yields once it has gone yieldEvery TSC cycles
+// without blocking, and a sleep in a halt or wait-for-SIPI starts the
+// count again; with yieldEvery 0 it never yields.
+func TestYieldIfDue(t *testing.T) {
+	var now uint64
+	yields := fakeYield(t, &now)
+	v := &VCPU{yieldEvery: 100}
+	for _, step := range []struct {
+		now    uint64
+		slept  bool
+		yields int
+	}{
+		{50, false, 0},
+		{100, false, 1}, // 100 cycles since the start
+		{150, false, 1},
+		{180, true, 1}, // slept: due again at 280
+		{270, false, 1},
+		{280, false, 2},
+		{379, false, 2},
+		{380, false, 3},
+	} {
+		now = step.now
+		if step.slept {
+			v.sleptNow()
+		} else {
+			v.yieldIfDue()
+		}
+		if *yields != step.yields {
+			t.Fatalf("at TSC %d: %d yields, want %d", step.now, *yields, step.yields)
+		}
+	}
+	off := &VCPU{}
+	now = 1 << 40
+	off.yieldIfDue()
+	off.sleptNow()
+	if *yields != 3 || off.lastBlock != 0 {
+		t.Errorf("yieldEvery 0 yielded or kept time: %d yields, lastBlock %d", *yields, off.lastBlock)
+	}
+}
+
+// TestLoopYields: a loop that never blocks yields at each entry once it
+// is due, and runs its guest as before.
+func TestLoopYields(t *testing.T) {
+	var now uint64
+	yields := fakeYield(t, &now)
+	r := newRig(t, 1)
+	r.yieldEvery = 10
+	f := newFake(outb(0x80, 1), outb(0x80, 2), outb(0x80, 3), outb(0x80, 0))
+	r.fakes[0] = f
+	f.onRun = func() { now += 10 } // each pass through the guest takes 10 cycles
+	r.runOne()
+	if *yields != 4 {
+		t.Errorf("%d yields over 4 entries 10 cycles apart, want 4", *yields)
+	}
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.PIOOther: 4})
+}
