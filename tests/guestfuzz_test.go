@@ -69,7 +69,7 @@ func TestGuestFuzz(t *testing.T) {
 	start := time.Now()
 	for ; time.Since(start) < total; seed++ {
 		cmdline := fmt.Sprintf("seed=%d secs=%d %s", seed, secs, args)
-		replay := fmt.Sprintf("replay: govmm run --cpus 4 --pv-eoi --virtio-console --disk IMG,rw %s %s", path, cmdline)
+		replay := fmt.Sprintf("replay: govmm run --cpus 4 --iommu --pv-ipi --pv-eoi --virtio-console --disk IMG,rw %s %s", path, cmdline)
 		var con vmm.ConsoleLog
 		cfg := vmm.Config{CPUs: 4, Kernel: img, KernelPath: path, Cmdline: cmdline, Console: &con,
 			IOMMU: true, PVIPI: true, PVEOI: true, VirtioConsole: true,
