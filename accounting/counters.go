@@ -1,3 +1,9 @@
+// Package accounting counts every VM exit per vCPU and cause, and every IPI
+// per destination kind, cheaply enough for the hot path: the causes of
+// package exitcause index an array of atomic counters per vCPU (no maps, no
+// locks, no allocation). Tables, JSON and metrics are all derived from it.
+// It is the interrupt path's observer: it implements vlapic.Observer and
+// vcpu.Counters, and nothing on that path imports it.
 package accounting
 
 import (

@@ -2,8 +2,7 @@
 // dense set of causes (each APIC register read and written, each device,
 // each exit KVM reports on its own) and the classes a person reads them in.
 // The vCPU loop and the exit bus's handlers give every exit its cause;
-// package accounting counts by it. Causes are small integers so that a
-// vCPU's counters are one array.
+// package accounting counts by it.
 package exitcause
 
 import (
