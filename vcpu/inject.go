@@ -51,6 +51,18 @@ func (v *VCPU) prepareEntry() error {
 	p, e := v.enter()
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
+	// A PV EOI offer stands only while nothing else is requested, as KVM
+	// decides at every entry (apic_sync_pv_eoi_from_guest takes the offer
+	// back at each exit, apic_sync_pv_eoi_to_guest makes it again only
+	// with IRR empty; arch/x86/kvm/lapic.c). A vector held back by the
+	// one in service becomes deliverable at the guest's EOI: an exitless
+	// EOI would leave it waiting with nothing to make the CPU exit and
+	// take it (TestStorm avic/pv+pveoi/4 lost ten IPIs so, CI 2026-12-04),
+	// and a vector nested above it needs the first one's EOI real. Taken
+	// back, the guest's EOI exits, or was done and is completed here.
+	if p.Requested {
+		v.pveoi.Complete()
+	}
 	if v.events.INIT {
 		var err error
 		if p, err = v.takeINIT(); err != nil {
@@ -71,7 +83,6 @@ func (v *VCPU) prepareEntry() error {
 	allowed := interruptAllowed(run, v.exceptionQueued)
 	injected := -1
 	if p.Fixed && allowed {
-		v.pveoi.Complete() // a nested vector: the first one needs a real EOI
 		if ack := v.lapic.AcknowledgePV(); ack.OK {
 			// The vector is in service now: failing to inject it
 			// would lose it, so that is fatal, never silent.

@@ -360,6 +360,43 @@ func TestPVEOI(t *testing.T) {
 	r.counters(0, 4, 0, 0)
 }
 
+// A vector requested while another is in service with its PV EOI offer
+// standing (held back by PPR: the same priority class, below) takes the
+// offer back at the next entry, as KVM does at every entry with IRR not
+// empty: the guest's EOI then exits and the vector it unblocks is injected.
+// Left standing, the exitless EOI would leave that vector waiting with
+// nothing to make the CPU exit (TestStorm avic/pv+pveoi/4, CI 2026-12-04).
+func TestPVEOIWithdrawnOverRequested(t *testing.T) {
+	r := newRig(t, 1)
+	ram := r.withPVEOI()
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(exitcause.Other),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
+	var bits []byte
+	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
+	eoi := func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
+	f := newFake(
+		msrExit(true, pveoi.MSR, pvWord|1), // entry 0: PV EOI on
+		outb(0x92, 0x48).with(look),        // entry 1: nothing; self IPI 0x48
+		outb(0x92, 0x41).with(look),        // entry 2: 0x48 offered; 0x41 arrives, held back by it
+		outb(0x93, 0).with(look),           // entry 3: the offer taken back; a real EOI
+		outb(0x80, 0).with(eoi),            // entry 4: 0x41 offered; the guest EOIs it
+		outb(0x80, 0).with(look),           // entry 5: completed
+	)
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x48), e(false, -1), e(false, 0x41), e(false, -1), e(false, -1))
+	wantInjected(t, f, 0x48, 0x41)
+	if want := []byte{0, 1, 0, 1, 0}; string(bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
+	}
+	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 1 {
+		t.Errorf("%d PV EOIs, want 1 (0x41)", n)
+	}
+	if s := r.apics.LAPIC(0).Snapshot(); s.ISR != [8]uint32{} || s.IRR != [8]uint32{} {
+		t.Errorf("ISR %#x IRR %#x, want both empty", s.ISR, s.IRR)
+	}
+}
+
 // An MSR access answered with #GP (an MSR nobody claims) queues an
 // exception for the next entry: no vector is injected with it (KVM would
 // drop it), an interrupt window is asked for instead.

@@ -10,9 +10,10 @@ type PVEOI interface {
 	// Sync completes an EOI the guest did through its PV EOI word: before
 	// each entry looks for a vector to inject, in a halt, at a kick.
 	Sync()
-	// Complete takes the offer back before a nested vector is injected
-	// (the first one then needs a real EOI unless the guest already did
-	// it).
+	// Complete takes the offer back at an entry with a vector requested
+	// (one held back by the vector in service, or one nested above it):
+	// the guest's EOI must then exit, unless the guest already did it,
+	// which Complete completes.
 	Complete()
 	// Offer sets the guest's bit for the vector just injected, which the
 	// LAPIC allowed to be EOIed that way (vlapic.LAPIC.AcknowledgePV).

@@ -31,6 +31,6 @@ func (a *LAPIC) Enter() Entry {
 	}
 	e := Entry{Pending: Pending{Events: a.ev}, CR8: uint64(a.tpr >> 4), TimerAt: a.t.deadline, TimerArmed: a.t.armed}
 	a.ev = Events{}
-	e.Vector, e.Fixed = a.pendingLocked()
+	e.Vector, e.Fixed, e.Requested = a.requestLocked()
 	return e
 }

@@ -19,15 +19,22 @@ func (a *LAPIC) updatePPRLocked() {
 // PPR's, if the LAPIC is enabled in hardware and software. It folds the
 // AVIC backing page first, so a posted vector counts as requested.
 func (a *LAPIC) pendingLocked() (uint8, bool) {
+	v, ok, _ := a.requestLocked()
+	return v, ok
+}
+
+// requestLocked is pendingLocked, and whether IRR holds any vector at all,
+// deliverable or held back by PPR (requested).
+func (a *LAPIC) requestLocked() (v uint8, deliverable, requested bool) {
 	a.foldLocked()
 	if a.mode == ModeDisabled || a.svr&svrEnable == 0 {
-		return 0, false
+		return 0, false, false
 	}
-	v, ok := a.irr.highest()
-	if !ok || uint32(v)&0xF0 <= a.pprv&0xF0 {
-		return 0, false
+	v, requested = a.irr.highest()
+	if !requested || uint32(v)&0xF0 <= a.pprv&0xF0 {
+		return 0, false, requested
 	}
-	return v, true
+	return v, true, true
 }
 
 // PendingVector returns the vector the LAPIC would present to its CPU now,
@@ -143,6 +150,10 @@ type Pending struct {
 	Events
 	Vector uint8 // the vector PendingVector returns, when Fixed
 	Fixed  bool  // a fixed vector is deliverable (above PPR)
+	// Requested: IRR holds a vector, deliverable or held back by PPR (a
+	// vector in service above it, or TPR). A PV EOI offer may not stand
+	// over one (vcpu's prepareEntry).
+	Requested bool
 }
 
 // TakePending takes (clears) the latched events, as TakeEvents does, and
@@ -153,7 +164,7 @@ func (a *LAPIC) TakePending() Pending {
 	defer a.mu.Unlock()
 	p := Pending{Events: a.ev}
 	a.ev = Events{}
-	p.Vector, p.Fixed = a.pendingLocked()
+	p.Vector, p.Fixed, p.Requested = a.requestLocked()
 	return p
 }
 

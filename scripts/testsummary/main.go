@@ -104,9 +104,10 @@ func filter(args []string) (int, error) {
 		if lines, ended := out.take(e); ended {
 			if e.Action == "fail" {
 				failed = true
-				if !strings.Contains(e.Test, "/") { // a package's or a top-level test's output
-					fmt.Print(strings.Join(lines, ""))
-				}
+				// Each failing test's own output, subtests' included
+				// (go test -json gives a subtest's lines to it, not to
+				// its parent, whose own lines come at its end).
+				fmt.Print(strings.Join(lines, ""))
 			}
 			if e.Test == "" {
 				if e.Action != "fail" {
@@ -126,7 +127,7 @@ func filter(args []string) (int, error) {
 // result is a test's last word.
 type result struct {
 	action string // pass, fail, skip
-	reason string // a skip's reason
+	reason string // a skip's reason; a failure's first message lines
 	nested bool   // ran inside the nested host
 }
 
@@ -152,6 +153,35 @@ func skipReason(lines []string) string {
 		}
 	}
 	return "no reason given"
+}
+
+// failMessage is the start of a failed test's own message: up to three of
+// its lines from the first t.Error or t.Fatal line ("file.go:N: ..."), and
+// up to three later lines a guest printed as its verdict ("FAIL ..."), each
+// cut to 160 characters. The summary repeats it after the FAILED line, so
+// that the last lines of a long run say why (the whole output is above).
+func failMessage(lines []string) string {
+	var msg []string
+	verdicts := 0
+	for _, l := range lines {
+		l = strings.TrimRight(l, "\n")
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "--- "):
+			continue
+		case len(msg) == 0 && !strings.Contains(l, ".go:"):
+			continue
+		case len(msg) >= 3 && !(strings.HasPrefix(t, "FAIL ") && verdicts < 3):
+			continue
+		case len(msg) >= 3:
+			verdicts++
+		}
+		if len(l) > 160 {
+			l = l[:160] + "..."
+		}
+		msg = append(msg, l)
+	}
+	return strings.Join(msg, "\n")
 }
 
 // read loads one run's results into res; nested runs override the
@@ -180,8 +210,11 @@ func read(path string, nested bool, res map[key]*result, pkgFail map[string]bool
 			}
 		default:
 			r := &result{action: e.Action, nested: nested}
-			if e.Action == "skip" {
+			switch e.Action {
+			case "skip":
 				r.reason = skipReason(lines)
+			case "fail":
+				r.reason = failMessage(lines)
 			}
 			res[key{e.Package, e.Test}] = r
 		}
@@ -203,7 +236,7 @@ func total(args []string) (int, error) {
 	}
 	var pass, passNested, fail int
 	skips := map[string]int{}
-	var failed, nowhere []string
+	var failed, nowhere, why []string
 	for k, r := range res {
 		switch r.action {
 		case "pass":
@@ -214,6 +247,9 @@ func total(args []string) (int, error) {
 		case "fail":
 			fail++
 			failed = append(failed, k.test)
+			if r.reason != "" {
+				why = append(why, k.test+":\n"+r.reason)
+			}
 		case "skip":
 			if fs.NArg() > 1 && !r.nested && strings.Contains(r.reason, "/dev/kvm") {
 				nowhere = append(nowhere, k.pkg+"."+k.test)
@@ -249,6 +285,10 @@ func total(args []string) (int, error) {
 			pk = append(pk, p)
 		}
 		sort.Strings(pk)
+		sort.Strings(why)
+		for _, w := range why {
+			fmt.Println(w)
+		}
 		fmt.Printf("make test: FAILED: %s (packages %s)\n", strings.Join(failed, ", "), strings.Join(pk, ", "))
 		code = 1
 	}
