@@ -62,7 +62,7 @@ func (v *VCPU) completeExit() error {
 	for i := 0; ; i++ {
 		v.kvm.SetImmediateExit(true)
 		err := v.kvm.Run()
-		v.afterRun() // a kick that came meanwhile is seen by the look that follows INIT
+		v.afterRun(err) // a kick that came meanwhile is seen by the look that follows INIT
 		if err != nil {
 			if endedWithoutExit(err) {
 				v.log.add(evINIT, uint32(i), run.Sync.Regs.RIP)

@@ -419,6 +419,37 @@ func TestGPThenInject(t *testing.T) {
 	r.counters(0, 1, 0, 0)
 }
 
+// A kick that ends KVM_RUN before the guest ran (immediate_exit) leaves
+// the #GP of the MSR exit before it pending in KVM (KVM completed that exit
+// first), and KVM then reports ready_for_interrupt_injection, which
+// ignores pending exceptions (kvm_event_needs_reinjection): a vector
+// injected now would sit beside the #GP and be dropped at the next exit,
+// as in TestGPThenInject. The loop keeps asking for a window until an entry
+// really ran. TestNoInterruptLostToMSRFault lost an IPI so under load
+// (kvm_pvm, 2026-12-04): the IPI's kick came between the loop's last look
+// and KVM_RUN.
+func TestGPThenKick(t *testing.T) {
+	r := newRig(t, 1)
+	f := newFake(
+		msrExit(false, 0x1234, 0), // entry 0: #GP queued for the next entry
+		open(kvm.ExitIRQWindowOpen),
+		outb(0x80, 0),
+	)
+	runs := 0
+	f.onRun = func() {
+		if runs++; runs == 2 { // the IPI comes after the loop's last look
+			r.deliver(0, 0x40)
+		}
+	}
+	r.fakes[0] = f
+	r.runOne()
+	gp := func(window bool, inject int, immediate bool) entry {
+		return entry{window: window, inject: inject, exception: 13, immediate: immediate}
+	}
+	wantEntries(t, f, e(false, -1), gp(false, -1, true), gp(true, -1, false), e(false, 0x40), e(false, -1))
+	wantInjected(t, f, 0x40)
+}
+
 // The SYSCALL doorbell (package pvsyscall) takes back an interrupt KVM
 // still holds when a SYSCALL traps to it from user mode: the vector goes
 // back to IRR and its PV EOI offer is retracted; SYSCALL masked IF, so the

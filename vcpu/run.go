@@ -60,7 +60,7 @@ func (v *VCPU) Run() error {
 		}
 		err := v.kvm.Run()
 		v.state.Store(uint32(StateVMM))
-		v.afterRun()
+		v.afterRun(err)
 		v.syncCR8(run)
 		v.maybeDump(run)
 		if err != nil {
@@ -107,15 +107,27 @@ func (v *VCPU) syncCR8(run *kvm.Run) {
 	}
 }
 
-// afterRun is what every return from KVM_RUN leaves behind: the exception
-// queued and the sregs read belong to the entry that ended, and the kick
-// is cleared, in this order, and immediate_exit always: a Notify that won
-// its CAS before the Store may set immediate_exit after we looked, which
-// must cost at most one spurious exit, never leave immediate_exit set
-// with no kick pending (every later KVM_RUN would return at once and the
-// guest would never run again).
-func (v *VCPU) afterRun() {
-	v.exceptionQueued, v.sregsFresh = false, false
+// afterRun is what every return from KVM_RUN leaves behind: the sregs
+// read belong to the entry that ended, and the kick is cleared, in this
+// order, and immediate_exit always: a Notify that won its CAS before the
+// Store may set immediate_exit after we looked, which must cost at most
+// one spurious exit, never leave immediate_exit set with no kick pending
+// (every later KVM_RUN would return at once and the guest would never run
+// again).
+//
+// The exception queued was delivered only if the guest ran: a KVM_RUN that
+// ended without an exit (err: the kick, immediate_exit) may have returned
+// before entering, with the exception still pending in KVM, which then
+// reports ready_for_interrupt_injection all the same (its
+// kvm_event_needs_reinjection ignores pending exceptions), and a vector
+// injected beside it would be dropped (interruptAllowed). So only a real
+// exit clears it; after a kick that came once the guest ran, it costs one
+// interrupt window at most (TestGPThenKick).
+func (v *VCPU) afterRun(err error) {
+	if err == nil {
+		v.exceptionQueued = false
+	}
+	v.sregsFresh = false
 	v.kickPending.Store(false)
 	v.kvm.SetImmediateExit(false)
 }

@@ -99,8 +99,9 @@ type VCPU struct {
 	sregsFresh bool
 	// exceptionQueued: this exit's handler made KVM deliver an exception at
 	// the next entry (injected with KVM_SET_VCPU_EVENTS, or an MSR access
-	// answered with an error, which KVM turns into #GP). Cleared by every
-	// KVM_RUN.
+	// answered with an error, which KVM turns into #GP). Cleared by a
+	// KVM_RUN that exits: one that ended without (a kick) may have left it
+	// pending (afterRun).
 	exceptionQueued bool
 
 	xstate   *xstate.Layout // nil: the XSAVE family is not completed here
