@@ -359,6 +359,7 @@ NESTED_TEST_TIMEOUT ?= 60m
 # boots once took 4-9 minutes and once had not ended after 39 (open).
 SECOND_SHARD := ^TestStorm$$/^avic$$
 nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
+	@case '$(abspath $(TESTLOG))/' in '$(abspath $(CACHE))'/*) ;; /tmp/*) echo "make nested-test: TESTLOG=$(TESTLOG) is under /tmp, which is the nested host's own tmpfs: its logs would not come back (use a directory under $(CACHE) or the checkout)"; exit 2;; esac
 	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested*.json $(TESTLOG)/nested*.rc
 	$(GO) test -c -race -o $(TESTBIN)/ $(NESTED_PKGS)
 	@echo "== the guest tests inside the nested AMD-V host: $(NESTED_PKGS)"
