@@ -51,33 +51,15 @@ func (v *VCPU) prepareEntry() error {
 	p, e := v.enter()
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
-	// A PV EOI offer stands only while nothing else is requested, as KVM
-	// decides at every entry (apic_sync_pv_eoi_from_guest takes the offer
-	// back at each exit, apic_sync_pv_eoi_to_guest makes it again only
-	// with IRR empty; arch/x86/kvm/lapic.c). A vector held back by the
-	// one in service becomes deliverable at the guest's EOI: an exitless
-	// EOI would leave it waiting with nothing to make the CPU exit and
-	// take it (TestStorm avic/pv+pveoi/4 lost ten IPIs so, CI 2026-12-04),
-	// and a vector nested above it needs the first one's EOI real. Taken
-	// back, the guest's EOI exits, or was done and is completed here.
-	if p.Requested {
-		v.pveoi.Complete()
-	}
+	v.pveoiOfferStands(p)
 	if v.events.INIT {
 		var err error
 		if p, err = v.takeINIT(); err != nil {
 			return err
 		}
 	}
-	// Each NMI is one KVM_NMI: KVM queues them and keeps what the
-	// architecture can deliver (process_nmi). An NMI KVM refuses is an
-	// error, never dropped.
-	for ; v.events.NMIs > 0; v.events.NMIs-- {
-		if err := v.kvm.NMI(); err != nil {
-			return fmt.Errorf("injecting an NMI: %w", err)
-		}
-		v.counts.NMIInjected()
-		v.log.add(evNMI, 0, run.Sync.Regs.RIP)
+	if err := v.injectNMIs(); err != nil {
+		return err
 	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
 	allowed := interruptAllowed(run, v.exceptionQueued)
@@ -113,6 +95,37 @@ func (v *VCPU) prepareEntry() error {
 		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
 	}
 	run.CR8 = v.cr8
+	return nil
+}
+
+// pveoiOfferStands takes back the PV EOI offer when p has a vector
+// requested: an offer stands only while nothing else is requested, as KVM
+// decides at every entry (apic_sync_pv_eoi_from_guest takes the offer
+// back at each exit, apic_sync_pv_eoi_to_guest makes it again only
+// with IRR empty; arch/x86/kvm/lapic.c). A vector held back by the
+// one in service becomes deliverable at the guest's EOI: an exitless
+// EOI would leave it waiting with nothing to make the CPU exit and
+// take it (TestStorm avic/pv+pveoi/4 lost ten IPIs so, CI 2026-12-04),
+// and a vector nested above it needs the first one's EOI real. Taken
+// back, the guest's EOI exits, or was done and is completed here.
+func (v *VCPU) pveoiOfferStands(p vlapic.Pending) {
+	if p.Requested {
+		v.pveoi.Complete()
+	}
+}
+
+// injectNMIs makes each latched NMI one KVM_NMI: KVM queues them and keeps
+// what the architecture can deliver (process_nmi). An NMI KVM refuses is
+// an error, never dropped.
+func (v *VCPU) injectNMIs() error {
+	rip := v.kvm.RunData().Sync.Regs.RIP
+	for ; v.events.NMIs > 0; v.events.NMIs-- {
+		if err := v.kvm.NMI(); err != nil {
+			return fmt.Errorf("injecting an NMI: %w", err)
+		}
+		v.counts.NMIInjected()
+		v.log.add(evNMI, 0, rip)
+	}
 	return nil
 }
 

@@ -319,18 +319,26 @@ func (r *rig) withPVEOI() []byte {
 	return ram
 }
 
+// pvEOIGuest is withPVEOI with a port (0x93) through which the guest does
+// a real EOI, and two guest actions: look records the guest's PV EOI bit
+// (in bits, in order), eoi looks and then clears it (the guest's EOI).
+func (r *rig) pvEOIGuest() (bits *[]byte, look, eoi func(*fakeCPU)) {
+	ram := r.withPVEOI()
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(exitcause.Other),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
+	bits = new([]byte)
+	look = func(f *fakeCPU) { *bits = append(*bits, ram[pvWord]&1) }
+	eoi = func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
+	return bits, look, eoi
+}
+
 // PV EOI: the vector injected alone is offered (the guest's bit set); the
 // guest's EOI clears the bit and the loop completes it at the next entry.
 // A vector nested above one still offered takes the offer back (the first
 // then needs a real EOI), and is offered only if nothing else waits.
 func TestPVEOI(t *testing.T) {
 	r := newRig(t, 1)
-	ram := r.withPVEOI()
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(exitcause.Other),
-		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
-	var bits []byte
-	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
-	eoi := func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
+	bits, look, eoi := r.pvEOIGuest()
 	f := newFake(
 		msrExit(true, pveoi.MSR, pvWord|1), // entry 0: PV EOI on
 		outb(0x92, 0x40).with(look),        // entry 1: nothing; self IPI 0x40
@@ -346,8 +354,8 @@ func TestPVEOI(t *testing.T) {
 	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x40), e(false, -1), e(false, 0x50), e(false, 0x70), e(false, 0x60),
 		e(false, -1), e(false, -1))
 	wantInjected(t, f, 0x40, 0x50, 0x70, 0x60)
-	if want := []byte{0, 1, 0, 1, 0, 1, 0}; string(bits) != string(want) {
-		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
+	if want := []byte{0, 1, 0, 1, 0, 1, 0}; string(*bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", *bits, want)
 	}
 	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 2 {
 		t.Errorf("%d PV EOIs, want 2 (0x40, 0x60)", n)
@@ -368,12 +376,7 @@ func TestPVEOI(t *testing.T) {
 // nothing to make the CPU exit (TestStorm avic/pv+pveoi/4, CI 2026-12-04).
 func TestPVEOIWithdrawnOverRequested(t *testing.T) {
 	r := newRig(t, 1)
-	ram := r.withPVEOI()
-	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x93, Len: 1, Name: "EOI", Cause: exitbus.Fixed(exitcause.Other),
-		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error { r.apics.LAPIC(a.CPU).EOI(); return nil })})
-	var bits []byte
-	look := func(f *fakeCPU) { bits = append(bits, ram[pvWord]&1) }
-	eoi := func(f *fakeCPU) { look(f); ram[pvWord] &^= 1 }
+	bits, look, eoi := r.pvEOIGuest()
 	f := newFake(
 		msrExit(true, pveoi.MSR, pvWord|1), // entry 0: PV EOI on
 		outb(0x92, 0x48).with(look),        // entry 1: nothing; self IPI 0x48
@@ -386,8 +389,8 @@ func TestPVEOIWithdrawnOverRequested(t *testing.T) {
 	r.runOne()
 	wantEntries(t, f, e(false, -1), e(false, -1), e(false, 0x48), e(false, -1), e(false, 0x41), e(false, -1), e(false, -1))
 	wantInjected(t, f, 0x48, 0x41)
-	if want := []byte{0, 1, 0, 1, 0}; string(bits) != string(want) {
-		t.Errorf("the guest saw its PV EOI bit %v, want %v", bits, want)
+	if want := []byte{0, 1, 0, 1, 0}; string(*bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", *bits, want)
 	}
 	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 1 {
 		t.Errorf("%d PV EOIs, want 1 (0x41)", n)
