@@ -1,6 +1,7 @@
 package vcpu
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -115,5 +116,22 @@ func TestSIPIOnlyWhileWaiting(t *testing.T) {
 	v.takeEvents()
 	if !v.events.SIPI || v.events.SIPIVector != 0x30 {
 		t.Errorf("waiting for SIPI: %+v, want vector 0x30", v.events)
+	}
+}
+
+// On VMX a triple fault's message carries CR0, CS, the GDTR and the GDT
+// entry a far jump to selector 0x08 would load, read from guest memory.
+func TestShutdownSegments(t *testing.T) {
+	r := newRig(t, 1)
+	m, ram := guestRAM(t)
+	f := newFake()
+	f.sregs.CR0 = 0x11
+	f.sregs.CS = kvm.Segment{Selector: 0x800, Base: 0x8000}
+	f.sregs.GDT = kvm.DTable{Base: 0x1000, Limit: 0x17}
+	binary.LittleEndian.PutUint64(ram[0x1008:], 0x00cf9a000000ffff)
+	v := New(0, Config{KVM: f, LAPIC: r.apics.LAPIC(0), Bus: &r.bus, Clock: r.clock, Mem: m, Done: r.done})
+	want := " (CR0 0x11, CS 0x800 base 0x8000, GDTR base 0x1000 limit 0x17, GDT entry 1 0x00cf9a000000ffff)"
+	if got := v.shutdownSegments(); got != want {
+		t.Errorf("shutdownSegments() = %q, want %q", got, want)
 	}
 }

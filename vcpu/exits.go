@@ -4,6 +4,7 @@
 package vcpu
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -50,7 +51,11 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		return v.recover()
 	case kvm.ExitShutdown:
 		v.counts.Exit(exitcause.Shutdown)
-		return shutdownError(shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP))
+		msg := shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP)
+		if !hostIsAMD {
+			msg += v.shutdownSegments()
+		}
+		return shutdownError(msg)
 	case kvm.ExitFailEntry:
 		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
@@ -93,6 +98,25 @@ func shutdownMessage(amd bool, rip, prev uint64) string {
 		return fmt.Sprintf("guest triple fault (shutdown) at an unknown RIP (on AMD KVM resets the VMCB first); the exit before it was at RIP %#x", prev)
 	}
 	return fmt.Sprintf("guest triple fault (shutdown) at RIP %#x", rip)
+}
+
+// shutdownSegments is what a triple fault's message adds where the state
+// is still the guest's (not on AMD): CR0, CS, the GDTR and the GDT entry
+// CS's selector would load, the usual suspects of a fault that could not
+// be delivered (a far jump into protected mode through a bad GDT, seen in
+// the VT-x fuzz's trampoline). Empty if the state cannot be read.
+func (v *VCPU) shutdownSegments() string {
+	s, err := v.sregs()
+	if err != nil {
+		return ""
+	}
+	msg := fmt.Sprintf(" (CR0 %#x, CS %#x base %#x, GDTR base %#x limit %#x", s.CR0, s.CS.Selector, s.CS.Base, s.GDT.Base, s.GDT.Limit)
+	if v.mem != nil {
+		if b, err := guestBytes(v.mem, s, s.GDT.Base+8, 8); err == nil {
+			msg += fmt.Sprintf(", GDT entry 1 %#016x", binary.LittleEndian.Uint64(b))
+		}
+	}
+	return msg + ")"
 }
 
 // handleIO serves port I/O from the bus, string forms (rep ins/outs)
