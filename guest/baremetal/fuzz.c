@@ -325,57 +325,61 @@ static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 		*lo = (*lo & ~0xFFu) | TRAMPOLINE >> 12;
 }
 
-/* The trampoline a SIPI starts a CPU on must be intact when the CPU runs
- * it: garbage DMA (a wait descriptor's status address, a descriptor's
- * buffer, anything a garbled table points at) may have written into it
- * since the monitor last repaired it, and a CPU started on such bytes
- * mis-executes them in real mode. Counted: how often it was found
- * overwritten, and how often that was just before a SIPI. */
-static volatile u32 tramp_hits, tramp_hits_sipi;
+/* What a SIPI starts a CPU on must be intact when the CPU runs it: the
+ * trampoline at TRAMPOLINE (in real mode) and the GDT its far jump loads
+ * CS from (gdt in entry.S, above 1 MiB; the VT-x fuzz's seed 1004 stopped
+ * at that jump). Garbage DMA (a wait descriptor's status address, a
+ * descriptor's buffer, anything a garbled table points at) may have
+ * written into either since it was last repaired, and a CPU started on
+ * such bytes mis-executes them. Each is compared with its good bytes
+ * (the image's copy of the trampoline, the GDT as it was at start) and
+ * repaired before every SIPI; the monitor repairs the trampoline too.
+ * Counted: how often each was found overwritten by the monitor, and just
+ * before a SIPI. */
+struct guarded {
+	const char *name;
+	volatile u8 *at;
+	const u8 *good;
+	u32 n;
+	volatile u32 hits, hits_sipi;
+};
+extern char gdt[], gdt_end[];
+static u8 gdt_good[64];
+static struct guarded tramp = {.name = "trampoline"}, gdt_region = {.name = "GDT"};
 
-static void tramp_guard(int at_sipi)
+static void guard_init(void)
 {
-	u32 n = tramp_end - tramp_start, i = 0;
-	while (i < n && ((volatile u8 *)TRAMPOLINE)[i] == (u8)tramp_start[i])
-		i++;
-	if (i == n)
-		return;
-	__atomic_add_fetch(at_sipi ? &tramp_hits_sipi : &tramp_hits, 1, __ATOMIC_RELAXED);
-	if (at_sipi)
-		printf("# trampoline overwritten before a SIPI: byte %u is 0x%02x, not 0x%02x%s\n", i,
-		       ((volatile u8 *)TRAMPOLINE)[i], (u8)tramp_start[i], low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
-	if (low_guard || !at_sipi)             /* the monitor always repairs */
-		memcpy((void *)TRAMPOLINE, tramp_start, n);
+	tramp.at = (volatile u8 *)TRAMPOLINE;
+	tramp.good = (const u8 *)tramp_start;
+	tramp.n = tramp_end - tramp_start;
+	gdt_region.n = gdt_end - gdt;
+	if (gdt_region.n > sizeof gdt_good)
+		die("gdt", "GDT of %u bytes, room for %u", gdt_region.n, (u32)sizeof gdt_good);
+	memcpy(gdt_good, gdt, gdt_region.n);
+	gdt_region.at = (volatile u8 *)gdt;
+	gdt_region.good = gdt_good;
 }
 
-/* The GDT the trampoline's far jump loads its code segment from (gdt in
- * entry.S, above 1 MiB) is as exposed to garbage DMA as the trampoline,
- * and a started CPU triple-faults on a bad entry (the VT-x fuzz's seed
- * 1004 stopped at the jump): checked, reported and repaired before every
- * SIPI as the trampoline is. */
-extern u64 gdt[];
-static const u64 gdt_want[] = {0, 0x00CF9B000000FFFFull, 0x00CF93000000FFFFull, 0x00AF9B000000FFFFull};
-static volatile u32 gdt_hits_sipi;
-
-static void gdt_guard(void)
+static void guard(struct guarded *g, int at_sipi)
 {
-	for (u32 i = 0; i < sizeof gdt_want / sizeof gdt_want[0]; i++) {
-		u64 v = ((volatile u64 *)gdt)[i];
-		if (v == gdt_want[i])
-			continue;
-		__atomic_add_fetch(&gdt_hits_sipi, 1, __ATOMIC_RELAXED);
-		printf("# GDT overwritten before a SIPI: entry %u is 0x%08x%08x%s\n", i, (u32)(v >> 32), (u32)v,
-		       low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
-		if (low_guard)
-			((volatile u64 *)gdt)[i] = gdt_want[i];
-	}
+	u32 i = 0;
+	while (i < g->n && g->at[i] == g->good[i])
+		i++;
+	if (i == g->n)
+		return;
+	__atomic_add_fetch(at_sipi ? &g->hits_sipi : &g->hits, 1, __ATOMIC_RELAXED);
+	if (at_sipi)
+		printf("# %s overwritten before a SIPI: byte %u is 0x%02x, not 0x%02x%s\n", g->name, i,
+		       g->at[i], g->good[i], low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
+	if (low_guard || !at_sipi)             /* the monitor always repairs */
+		memcpy((void *)g->at, g->good, g->n);
 }
 
 static void icr_write(struct cpu *c, u32 lo, u32 dest)
 {
 	if ((lo >> 8 & 7) == 6) {
-		tramp_guard(1);
-		gdt_guard();
+		guard(&tramp, 1);
+		guard(&gdt_region, 1);
 	}
 	if (c->x2) {
 		wrmsr(0x830, (u64)dest << 32 | lo);
@@ -923,7 +927,7 @@ static void serial_sane(void)
  * through the IVT: every vector to an IRET. Rewritten by the monitor. */
 static void repair_low(void)
 {
-	tramp_guard(0);
+	guard(&tramp, 0);
 	*(volatile u8 *)REAL_IRET = 0xCF;
 	for (int v = 2; v < 256; v++)
 		((volatile u32 *)0)[v] = REAL_IRET;    /* segment 0, offset REAL_IRET */
@@ -969,8 +973,8 @@ static void summary(void)
 		printf("# %s: %u\n", kind_name[k], kinds[k]);
 	printf("# fuzz seed=%u: %u accesses in %u s on %d CPUs, %u per second; %u faults, %u interrupts, %u NMIs taken; %u restarts\n",
 	       seed, ops, secs_done, ncpus, secs_done ? ops / secs_done : ops, traps, irqs, nmis, total_restarts);
-	printf("# trampoline found overwritten: %u times by the monitor, %u times just before a SIPI; GDT entries %u times before a SIPI\n",
-	       tramp_hits, tramp_hits_sipi, gdt_hits_sipi);
+	printf("# trampoline found overwritten: %u times by the monitor, %u times just before a SIPI; GDT %u times before a SIPI\n",
+	       tramp.hits, tramp.hits_sipi, gdt_region.hits_sipi);
 }
 
 static void monitor(struct cpu *m, u64 now)
@@ -1226,6 +1230,7 @@ void test_main(void)
 	printf("fuzz seed=%u secs=%u init=%u lowguard=%u\n", seed, secs, init_on, low_guard);
 	if (ncpus > MAXC)
 		die("cpus", "at most %d vCPUs, has %d", MAXC, ncpus);
+	guard_init();
 	read_map();
 	for (int i = 0; i < nmap; i++)
 		printf("# map %s %x-%x %s\n", map[i].space == SP_PIO ? "pio" : map[i].space == SP_MMIO ? "mmio" : "msr",
