@@ -101,10 +101,11 @@ func shutdownMessage(amd bool, rip, prev uint64) string {
 }
 
 // shutdownSegments is what a triple fault's message adds where the state
-// is still the guest's (not on AMD): CR0, CS, the GDTR and the GDT entry
-// CS's selector would load, the usual suspects of a fault that could not
-// be delivered (a far jump into protected mode through a bad GDT, seen in
-// the VT-x fuzz's trampoline). Empty if the state cannot be read.
+// is still the guest's (not on AMD): CR0, CS, the GDTR and GDT entry 1
+// (selector 0x08, which govmm's test guests' trampoline jumps to), the
+// usual suspects of a fault that could not be delivered (a far jump into
+// protected mode through a bad GDT, seen in the VT-x fuzz's trampoline).
+// Empty if the state cannot be read.
 func (v *VCPU) shutdownSegments() string {
 	s, err := v.sregs()
 	if err != nil {

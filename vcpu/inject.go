@@ -51,7 +51,7 @@ func (v *VCPU) prepareEntry() error {
 	p, e := v.enter()
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
-	v.pveoiOfferStands(p)
+	v.takeBackPVEOIOffer(p)
 	if v.events.INIT {
 		var err error
 		if p, err = v.takeINIT(); err != nil {
@@ -98,7 +98,7 @@ func (v *VCPU) prepareEntry() error {
 	return nil
 }
 
-// pveoiOfferStands takes back the PV EOI offer when p has a vector
+// takeBackPVEOIOffer takes back the PV EOI offer when p has a vector
 // requested: an offer stands only while nothing else is requested, as KVM
 // decides at every entry (apic_sync_pv_eoi_from_guest takes the offer
 // back at each exit, apic_sync_pv_eoi_to_guest makes it again only
@@ -108,7 +108,7 @@ func (v *VCPU) prepareEntry() error {
 // take it (TestStorm avic/pv+pveoi/4 lost ten IPIs so, CI 2026-12-04),
 // and a vector nested above it needs the first one's EOI real. Taken
 // back, the guest's EOI exits, or was done and is completed here.
-func (v *VCPU) pveoiOfferStands(p vlapic.Pending) {
+func (v *VCPU) takeBackPVEOIOffer(p vlapic.Pending) {
 	if p.Requested {
 		v.pveoi.Complete()
 	}
