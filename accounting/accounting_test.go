@@ -3,6 +3,7 @@ package accounting
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -368,5 +369,42 @@ func TestChargeByReason(t *testing.T) {
 	if s.IPIRecvExits[IPIX2APICLogical] != 1 || s.IPIRecvEOI != 1 || s.IPIRecvHLT+s.IPIRecvKick+s.IPIRecvWindow != 0 {
 		t.Errorf("IPI receiver exits %v by kind, EOI %d, HLT+kick+window %d: want one, of kind x2APIC logical, for its EOI",
 			s.IPIRecvExits, s.IPIRecvEOI, s.IPIRecvHLT+s.IPIRecvKick+s.IPIRecvWindow)
+	}
+}
+
+// TestIPIExits: the senders' exits are those of the sending classes only
+// (an ICR2 write and a PV send-IPI count, an EOI does not), and the
+// receivers' exits per delivery are per destination kind; the table
+// prints both.
+func TestIPIExits(t *testing.T) {
+	a := NewVM(3)
+	a.CPUs[0].Exit(exitcause.APIC(false, true, 0x31)) // ICR2
+	a.CPUs[0].Exit(exitcause.APIC(false, true, 0x30)) // ICR: one physical IPI to CPU 1
+	a.CPUs[0].IPISent[IPIXAPICPhysical].Add(1)
+	a.CPUs[0].IPIDelivered[IPIXAPICPhysical].Add(1)
+	a.CPUs[1].Exit(exitcause.HLT)
+	a.CPUs[1].Charge(uint8(IPIXAPICPhysical), ChargeHLT)
+	a.CPUs[1].Exit(exitcause.APIC(false, true, 0x0B)) // EOI
+	a.CPUs[1].Charge(uint8(IPIXAPICPhysical), ChargeEOI)
+	a.CPUs[2].Exit(exitcause.MSRPVIPI) // one PV send-IPI to CPUs 0 and 1
+	a.CPUs[2].IPISent[IPIParavirt].Add(1)
+	a.CPUs[2].IPIDelivered[IPIParavirt].Add(2)
+	a.CPUs[0].Exit(exitcause.HLT)
+	a.CPUs[0].Charge(uint8(IPIParavirt), ChargeHLT)
+	r := a.Report()
+	e := r.Total.IPIExits()
+	if e.Sends != 2 || e.Deliveries != 3 || e.SenderExits != 3 || e.ReceiverExits != 3 {
+		t.Errorf("IPIExits = %+v, want 2 sends, 3 deliveries, 3 sender exits, 3 receiver exits", e)
+	}
+	want := []IPIKindExits{{IPIParavirt.String(), 1, 2, 1}, {IPIXAPICPhysical.String(), 1, 1, 2}}
+	if !reflect.DeepEqual(e.ByKind, want) {
+		t.Errorf("by kind %+v, want %+v", e.ByKind, want)
+	}
+	var buf bytes.Buffer
+	r.WriteTable(&buf)
+	for _, line := range []string{"exits per IPI: senders 3 exits for 2 sends (1.50 per send)", "all      2           3               3          1.00"} {
+		if !strings.Contains(buf.String(), line) {
+			t.Errorf("table lacks %q:\n%s", line, buf.String())
+		}
 	}
 }

@@ -258,7 +258,7 @@ func (r Report) WriteTable(w io.Writer) {
 	writeCounts(w, "exits by cause (all vCPUs)", r.Total.ByCause)
 	writeCounts(w, "IPIs sent, by destination kind (ICR writes)", r.Total.IPISent)
 	writeCounts(w, "IPI deliveries, by destination kind (targets reached)", r.Total.IPIDelivered)
-	writeCounts(w, "receivers' exits caused by IPIs (wake from HLT, kick, window, EOI), by destination kind", r.Total.IPIRecvExits)
+	writeIPIExits(w, r.Total.IPIExits())
 	writeLatency(w, r.Latency)
 	writeListed(w, "interrupts ended or taken back without an exit", "", CPUCounterTable, r.Total.At)
 	writeListed(w, haltPolling, haltPolling, CPUCounterTable, r.Total.At)

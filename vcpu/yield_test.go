@@ -7,19 +7,23 @@ import (
 )
 
 // fakeYield replaces the TSC and Gosched for one test: the TSC reads *now,
-// and each yield is counted.
+// and each yield is counted and takes yieldWait cycles (the wait for a P).
 func fakeYield(t *testing.T, now *uint64) *int {
 	t.Helper()
 	yields := 0
 	oldTSC, oldYield := tsc, yield
-	tsc, yield = func() uint64 { return *now }, func() { yields++ }
+	tsc, yield = func() uint64 { return *now }, func() { yields++; *now += yieldWait }
 	t.Cleanup(func() { tsc, yield = oldTSC, oldYield })
 	return &yields
 }
 
+// yieldWait is how long a faked yield waits for a P, in TSC cycles.
+const yieldWait = 1000
+
 // TestYieldIfDue: the loop yields once it has gone yieldEvery TSC cycles
-// without blocking, and a sleep in a halt or wait-for-SIPI starts the
-// count again; with yieldEvery 0 it never yields.
+// without blocking (counted from its last sleep or from when its last yield
+// returned, however long that yield waited), and a sleep in a halt or
+// wait-for-SIPI starts the count again; with yieldEvery 0 it never yields.
 func TestYieldIfDue(t *testing.T) {
 	var now uint64
 	yields := fakeYield(t, &now)
@@ -30,13 +34,13 @@ func TestYieldIfDue(t *testing.T) {
 		yields int
 	}{
 		{50, false, 0},
-		{100, false, 1}, // 100 cycles since the start
-		{150, false, 1},
-		{180, true, 1}, // slept: due again at 280
-		{270, false, 1},
-		{280, false, 2},
-		{379, false, 2},
-		{380, false, 3},
+		{100, false, 1}, // 100 cycles since the start; back at 1100
+		{1150, false, 1},
+		{1180, true, 1}, // slept: due again at 1280
+		{1270, false, 1},
+		{1280, false, 2}, // back at 2280
+		{2379, false, 2},
+		{2380, false, 3},
 	} {
 		now = step.now
 		if step.slept {

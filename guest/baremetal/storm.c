@@ -52,15 +52,19 @@
  * but only the 4-byte return address of the finished handler stays on the
  * stack: 4 KiB per CPU is plenty.
  *
- * At most 128 CPUs (vectors 0x40..0xBF); xapic-flat and xapic-cluster
- * receivers are the CPUs with a logical ID (APIC IDs < 8 / < 60), the others
- * only send. */
+ * Up to 1024 CPUs (rt's MAX_CPUS), of which at most 128 send: the slots are
+ * vectors 0x40..0xBF, one at least per sender. With more than 128 CPUs the
+ * APIC IDs from 128 up only receive (and every sender still reaches all of
+ * them), so the storm at scale is many senders into many more receivers.
+ * xapic-flat and xapic-cluster receivers are the CPUs with a logical ID
+ * (APIC IDs < 8 / < 60), the others only send. */
 #include "apicmode.h"
 
 const char guest_name[] = "storm";
 
-#define MAXS    128                     /* CPUs */
-#define MAXV    128                     /* slots: vectors VBASE..VBASE+127 */
+#define MAXS    MAX_CPUS                /* CPUs */
+#define MAXV    128                     /* slots: vectors VBASE..VBASE+127; also the most senders */
+#define PVW     (MAXS / 32)             /* PV bitmap: u32 words for MAXS APIC IDs */
 #define MAXK    8                       /* slots per sender, at most */
 #define VBASE   0x40
 #define V_WAKE  0x30                    /* bring-up only, before the section */
@@ -69,7 +73,7 @@ const char guest_name[] = "storm";
 
 #define atomic_dec(p) __atomic_sub_fetch((p), 1, __ATOMIC_SEQ_CST)
 
-static u32 n, members, count, K;
+static u32 n, senders, members, count, K, pvwords; /* pvwords: 64-bit words */
 
 static volatile u32 sent[MAXV][MAXS];   /* [V][T]: written by V's sender */
 static volatile u32 recv[MAXS][MAXV];   /* [T][V]: written by T's handler */
@@ -84,9 +88,16 @@ static volatile u32 seq_bad[MAXS], seq_v[MAXS], seq_sent[MAXS], seq_recv[MAXS];
 static volatile u32 ready, awake, go, done;
 static volatile u32 synced[MAXS];       /* [T]: rcvd[T] at T's last exit with IF=0 */
 
-/* govmm's PV send-IPI (apicmode.h), one bitmap per sender: 2 words (128
- * IDs), 16-byte aligned so it never crosses a page. */
-static u32 pvbm[MAXS][4] __attribute__((aligned(16)));
+/* govmm's PV send-IPI (apicmode.h), one bitmap per sender covering APIC
+ * IDs 0..n-1 (pvwords 64-bit words); a bitmap is 128 bytes, so aligned to
+ * that it never crosses a page. */
+static u32 pvbm[MAXV][PVW] __attribute__((aligned(128)));
+
+static void pv_clear(u32 s)
+{
+	for (u32 i = 0; i < 2 * pvwords; i++)
+		pvbm[s][i] = 0;
+}
 
 /* EOI first (pveoi=1: KVM's PV EOI, see eoi_pv), so that once S sees the
  * receipt the EOI exit is over (and inside the section). */
@@ -137,14 +148,14 @@ static inline void reserve(u32 s, u32 v, u32 t)
 
 static void pv_send(u32 s, u32 v)
 {
-	pv_send_ipi(VBASE + v, 2, pvbm[s]);
+	pv_send_ipi(VBASE + v, pvwords, pvbm[s]);
 }
 
 static void send_one(u32 s, u32 v, u32 t)
 {
 	reserve(s, v, t);
 	if (mode == PV) {
-		pvbm[s][0] = pvbm[s][1] = pvbm[s][2] = pvbm[s][3] = 0;
+		pv_clear(s);
 		pvbm[s][t / 32] = 1u << (t % 32);
 		pv_send(s, v);
 	} else {
@@ -180,7 +191,7 @@ static int multicast(u32 s, u32 *x, u32 left, u32 op)
 	base = rnd(x) % ((members + per - 1) / per) * per;
 	lim = base + per < members ? base + per : members;
 	if (mode == PV)
-		pvbm[s][0] = pvbm[s][1] = pvbm[s][2] = pvbm[s][3] = 0;
+		pv_clear(s);
 	for (u32 t = base; t < lim && k < left; t++) {
 		if (t == s || !credit(v, t))
 			continue;
@@ -230,7 +241,7 @@ static void rest(u32 me)
 
 static void storm(u32 me)
 {
-	u32 quota = count / n + (me < count % n), x = 0x9E3779B9u ^ (me + 1) * 0x85EBCA6Bu, op = 0;
+	u32 quota = me >= senders ? 0 : count / senders + (me < count % senders), x = 0x9E3779B9u ^ (me + 1) * 0x85EBCA6Bu, op = 0;
 	while (addressed[me] < quota) {
 		int sentsome = ++op % 4 == 0 ? multicast(me, &x, quota - addressed[me], op) :
 			       unicast(me, &x, op);
@@ -277,10 +288,26 @@ static void ap_main(int idx)
 		asm volatile("sti; hlt; cli" ::: "memory");
 	sti();
 	atomic_inc(&awake);
-	while (!go)
+	/* Senders start together at go; a CPU that only receives goes
+	 * straight to drain(), which halts while nothing is on its way: with
+	 * hundreds of CPUs on a few host CPUs, spinning ones would starve the
+	 * wake-up of the rest. */
+	while (me < senders && !go)
 		pause();
 	storm(me);
 	drain(me);
+}
+
+/* Wait until *c reaches want, for as long as it keeps growing: up to
+ * STALL "seconds" without progress (bring-up and wake-up of 1024 vCPUs on
+ * a couple of host CPUs take minutes, none of it stalled). */
+static int wait_count(volatile u32 *c, u32 want)
+{
+	u32 last = *c;
+	while (WAIT(*c == want || *c != last, STALL))
+		if ((last = *c) == want)
+			return 1;
+	return 0;
 }
 
 static u32 total(volatile u32 *a)
@@ -303,7 +330,7 @@ static int all_synced(void)
 static void show_pairs(void)
 {
 	u32 shown = 0;
-	for (u32 v = 0; v < n * K; v++)
+	for (u32 v = 0; v < senders * K; v++)
 		for (u32 t = 0; t < n; t++)
 			if (sent[v][t] != recv[t][v] && shown++ < 8)
 				printf("# vector %x (sender %u) -> %u: sent %u received %u (inflight[%u]=%u)\n",
@@ -326,26 +353,29 @@ void test_main(void)
 	mode_parse();
 	count = param_u32("count", 1000000);
 	n = ncpus;
-	K = n > MAXV ? 1 : MAXV / n > MAXK ? MAXK : MAXV / n;
+	senders = n < MAXV ? n : MAXV;
+	K = MAXV / senders > MAXK ? MAXK : MAXV / senders;
+	pvwords = (n + 63) / 64;
 	members = mode_members(n);
-	printf("# mode=%s count=%u pveoi=%d vectors_per_sender=%u\n", mode_names[mode], count, pveoi, K);
+	printf("# mode=%s count=%u pveoi=%d senders=%u vectors_per_sender=%u\n", mode_names[mode], count, pveoi,
+	       senders, K);
 	if (n < 2 || n > MAXS)
 		die("cpus", "%u CPUs: the storm needs 2..%u", n, MAXS);
 	mode_require();
 
-	for (u32 v = 0; v < n * K; v++)
+	for (u32 v = 0; v < senders * K; v++)
 		isr_table[VBASE + v] = on_ipi;
 	isr_table[V_WAKE] = on_wake;
 	setup_bsp();
 	smp_boot(ap_main);
-	if (!WAIT(ready == n - 1, 60))
+	if (!wait_count(&ready, n - 1))
 		die("ap bring-up", "%u of %u APs ready", ready, n - 1);
 	check_cpus();
 	printf("ok %u cpus up, mode %s, %u receivers\n", n, mode_names[mode], members);
 
 	/* Wake the halted APs outside the section; they then spin on go. */
 	apic_icr_short(ICR_ALLBUT | V_WAKE);
-	if (!WAIT(awake == n - 1, 60))
+	if (!wait_count(&awake, n - 1))
 		die("wake", "%u of %u APs woke", awake, n - 1);
 
 	/* ---- section 1: the storm ---- */
@@ -382,7 +412,7 @@ void test_main(void)
 	/* ---- exactly once ---- */
 	delay(TSC_SEC / 20);            /* a late duplicate would show now */
 	u32 bad = 0, seq = show_seq();
-	for (u32 v = 0; v < n * K; v++)
+	for (u32 v = 0; v < senders * K; v++)
 		for (u32 t = 0; t < n; t++)
 			bad += sent[v][t] != recv[t][v];
 	r = total(rcvd), a = total(addressed);
