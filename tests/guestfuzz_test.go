@@ -25,7 +25,8 @@ import (
 //
 // The verdict is govmm's side's: a seed passes when the guest ends as it
 // chose (PASS, its own invariants kept) or for an architectural reason (a
-// triple fault, every vCPU parked in wait-for-SIPI), with no watchdog
+// triple fault, an INIT to the BSP, every vCPU parked in wait-for-SIPI),
+// with no watchdog
 // verdict (vmm/watchdog.go: a vCPU or device thread stuck), no other
 // error, no goroutine left behind after Close, and the Go heap not
 // growing from seed to seed. A failing seed is named with the command
@@ -92,7 +93,7 @@ func TestGuestFuzz(t *testing.T) {
 			}
 		case errors.Is(res.Err, vcpu.ErrShutdown):
 			shutdowns++
-			t.Logf("seed %d: the guest triple-faulted (architectural end): %v", seed, res.Err)
+			t.Logf("seed %d: the guest shut down or reset the VM (architectural end): %v", seed, res.Err)
 		case errors.Is(res.Err, vmm.ErrParked):
 			parked++
 			t.Logf("seed %d: the guest parked every vCPU (architectural end)", seed)
@@ -125,7 +126,7 @@ func TestGuestFuzz(t *testing.T) {
 		}
 	}
 	el := time.Since(start).Seconds()
-	t.Logf("%d seeds in %.0f s: %d passed, %d triple faults, %d parked; %d accesses (%.0f/s over the passing seeds' run time)",
+	t.Logf("%d seeds in %.0f s: %d passed, %d triple faults or resets, %d parked; %d accesses (%.0f/s over the passing seeds' run time)",
 		seeds, el, passed, shutdowns, parked, accesses, float64(accesses)/(float64(passed*secs)+1e-9))
 	if passed == 0 {
 		t.Fatalf("no seed ran to its end (%d seeds)", seeds)

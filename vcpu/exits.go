@@ -81,7 +81,8 @@ var hostIsAMD = func() bool {
 }()
 
 // ErrShutdown is wrapped by the error of a vCPU the guest shut down (a
-// triple fault): an architectural end of the VM, not a failure of govmm.
+// triple fault) or reset (INIT to the BSP, bspINIT): an architectural end
+// of the VM, not a failure of govmm.
 var ErrShutdown = errors.New("shutdown")
 
 type shutdownError string

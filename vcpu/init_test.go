@@ -1,8 +1,10 @@
 package vcpu
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -104,5 +106,31 @@ func TestRefusedStartIsAnError(t *testing.T) {
 	err := <-errs
 	if err == nil || !strings.Contains(err.Error(), "starting at SIPI vector 0x20") {
 		t.Errorf("vCPU ended with %v, want the refused start-up state named", err)
+	}
+}
+
+// INIT to the BSP is a reset, as under KVM: the BSP does not wait for a
+// SIPI (which would be ignored) but restarts at the reset vector, where
+// govmm has no firmware, so the VM ends with an architectural end
+// (ErrShutdown) that says so; an AP's INIT still waits for its SIPI.
+func TestBSPINITEndsTheVM(t *testing.T) {
+	r := newRig(t, 1)
+	r.fakes[0] = newFake(outb(0x80, 0).with(func(*fakeCPU) {
+		r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 0, Source: -1})
+	}), outb(0x80, 0))
+	r.build()
+	errs := make(chan error, 1)
+	go func() { errs <- r.cpus[0].Run() }()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "INIT to the BSP (vCPU 0)") {
+			t.Errorf("vCPU 0 ended with %v, want a reset naming INIT to the BSP", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(r.done)
+		t.Fatalf("vCPU 0 still running 10 s after INIT to the BSP (state %v): it waits for a SIPI", r.cpus[0].State())
+	}
+	if n := len(r.fakes[0].entries); n != 1 {
+		t.Errorf("%d entries, want 1: the BSP must not enter the guest again after INIT", n)
 	}
 }

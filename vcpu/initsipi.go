@@ -13,11 +13,15 @@ import (
 
 // takeINIT acts on a latched INIT before an entry: the last exit is
 // completed, PV EOI and the LAPIC are reset, KVM's own PV features turned
-// off, and the CPU waits for its SIPI. It returns what the LAPIC has for
+// off, and the CPU waits for its SIPI. On the BSP (its APIC base's BSP
+// flag set) INIT is a reset instead: the VM ends (bspINIT). It returns what the LAPIC has for
 // the restarted CPU (look), with the timer and CR8 taken from the LAPIC
 // again, or errStop if the VM ended while it waited.
 func (v *VCPU) takeINIT() (vlapic.Pending, error) {
 	v.events.INIT = false
+	if v.lapic.Base()&vlapic.BaseBSP != 0 {
+		return vlapic.Pending{}, bspINIT(v.id)
+	}
 	if err := v.completeExit(); err != nil {
 		return vlapic.Pending{}, err
 	}
@@ -194,4 +198,16 @@ func disableKVMPV(c Hardware) error {
 		}
 	}
 	return nil
+}
+
+// bspINIT is the end of a VM whose guest sent INIT to the BSP. The BSP
+// does not wait for a SIPI after INIT: it starts again at the reset
+// vector, 0xFFFFFFF0 (SDM 9.1.1 and 9.4; KVM's kvm_apic_accept_events makes
+// a BSP runnable after INIT where an AP waits for SIPI, and a SIPI to it
+// is ignored), which on a PC is its firmware restarting the machine.
+// govmm loads its guest without firmware, so nothing is there to run: the
+// VM ends as a reset, an architectural end (ErrShutdown) like a triple
+// fault's, never a CPU left waiting for a SIPI that hardware would ignore.
+func bspINIT(id int) error {
+	return shutdownError(fmt.Sprintf("guest sent INIT to the BSP (vCPU %d): it restarts at the reset vector, a machine reset, and govmm runs no firmware there", id))
 }

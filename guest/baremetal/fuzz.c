@@ -22,10 +22,11 @@
  *
  * What the guest itself keeps (its invariants; a broken one is FAIL):
  * its code, read-only data and IDT are unchanged (checksummed), and every
- * CPU's heartbeat keeps coming. A CPU that stops (an INIT it or another
+ * CPU's heartbeat keeps coming. An AP that stops (an INIT it or another
  * CPU sent, a garbage MSI or redirection entry) is started again with
  * INIT + SIPI by whichever CPU holds the monitor lease; one that does not
- * come back within 6 s is a failure. Self-destruction govmm cannot help
+ * come back within 6 s is a failure. The BSP is never sent INIT, which
+ * would reset the machine. Self-destruction govmm cannot help
  * is avoided: no write to the debug-exit port, ACPI sleep control or
  * reset registers, INIT only to one physical destination, SIPI only at
  * the trampoline's vector, DMA addresses the fuzzer writes on purpose
@@ -301,7 +302,10 @@ static int is_broadcast(struct cpu *c, u32 dest) { return c->x2 ? dest == ~0u : 
 
 /* What the fuzzer lets itself send: INIT to one physical destination
  * only (never a shorthand or broadcast that could stop every CPU at
- * once), SIPI only at the trampoline. */
+ * once), and never to the BSP (APIC ID 0): INIT restarts a BSP at the
+ * reset vector, a machine reset (SDM 9.4; KVM makes it runnable there,
+ * ignoring SIPIs, and govmm ends the VM), not a stop a SIPI undoes; SIPI
+ * only at the trampoline. */
 static volatile u32 booting;            /* CPUs between INIT and fuzz_cpu, by APIC ID */
 
 static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
@@ -318,8 +322,8 @@ static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 		*lo &= ~0x700u;
 	if (dm == 5) {
 		*lo &= ~(3u << 18 | ICR_LOGICAL);
-		if (is_broadcast(c, *dest))
-			*dest = below(c, ncpus);
+		if (is_broadcast(c, *dest) || (c->x2 ? *dest : *dest & 0xFF) == 0)
+			*dest = ncpus > 1 ? 1 + below(c, ncpus - 1) : 1;
 	}
 	if (dm == 6)
 		*lo = (*lo & ~0xFFu) | TRAMPOLINE >> 12;
@@ -993,11 +997,12 @@ static void monitor(struct cpu *m, u64 now)
 			continue;
 		}
 		c->stale++;                     /* half-second periods without a beat */
-		if (c->stale == 3 || c->stale == 6 || c->stale == 9)
-			restart(m, i);
+		if (i && (c->stale == 3 || c->stale == 6 || c->stale == 9))
+			restart(m, i);          /* not the BSP: INIT would reset the machine */
 		if (c->stale >= 12) {
 			serial_sane();
-			die("heartbeat", "CPU %d made no access for 6 s and did not come back after 3 restarts (seed=%u)", i, seed);
+			die("heartbeat", "CPU %d made no access for 6 s and did not come back after %s (seed=%u)", i,
+			    i ? "3 restarts" : "none (the BSP, which INIT would reset)", seed);
 		}
 	}
 	while (now - t_start >= (u64)(secs_done + 1) * tsc_hz)
