@@ -8,8 +8,8 @@
  * deliveries to the others: mostly unicasts to a target drawn afresh each
  * time, and every fourth send a multicast to every target of one window that
  * may take it (logical modes: one ICR to one cluster, or the 8 flat bits;
- * pv: one trap for all CPUs; physical modes: one ICR per target, as Linux
- * does). Between sends, even APIC IDs halt when an IPI is on its way to
+ * pv: one trap for a window of up to 64 CPUs; physical modes: one ICR per
+ * target of such a window, as Linux does). Between sends, even APIC IDs halt when an IPI is on its way to
  * them and odd ones spin with IF=1, so the VMM both wakes halted receivers
  * and kicks running ones. The whole storm is accounting section 1 (port
  * 0x660); nothing else sends an IPI in it. It closes once every CPU has
@@ -68,6 +68,7 @@ const char guest_name[] = "storm";
 #define MAXK    8                       /* slots per sender, at most */
 #define VBASE   0x40
 #define V_WAKE  0x30                    /* bring-up only, before the section */
+#define MCAST   64                      /* physical and pv multicasts: targets per window, at most */
 #define SPIN    64                      /* spinner: pause loops between sends, at most */
 #define STALL   20                      /* watchdog: "seconds" without progress (see WAIT) */
 
@@ -186,7 +187,9 @@ static int unicast(u32 s, u32 *x, u32 op)
 static int multicast(u32 s, u32 *x, u32 left, u32 op)
 {
 	u32 v = s * K + op / 4 % K;
-	u32 per = logical ? logical_group() : members; /* physical and pv: everyone */
+	/* physical and pv: a window of up to MCAST targets (everyone below
+	 * that), so that at scale a multicast is not the whole storm */
+	u32 per = logical ? logical_group() : members < MCAST ? members : MCAST;
 	u32 base, lim, mask = 0, k = 0;
 	base = rnd(x) % ((members + per - 1) / per) * per;
 	lim = base + per < members ? base + per : members;
