@@ -175,13 +175,14 @@ ustress: build kernel initramfs
 # x2APIC IDs above 255, reached through interrupt remapping) in cluster
 # and mixed mode, to the u-root shell, irqstat, then poweroff (not part
 # of 'make test'; nested AMD-V host: 288 vCPUs reach the shell in 3-4
-# minutes per mode). Inside the nested AMD-V host without hardware
+# minutes per mode), with the exits per IPI and the IPIs' latencies of the
+# whole run. Inside the nested AMD-V host without hardware
 # virtualization.
 BIG_CPUS ?= 16 64
 boot-big: build kernel initramfs $(if $(USE_NESTED),nested-deps)
 	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE);) for n in $(BIG_CPUS); do for m in cluster mixed; do \
 	  echo "== $$m, $$n vCPUs"; \
-	  $(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --quiet --exec irqstat --x2apic=$$m --cpus $$n --mem 1G --json $(CACHE)/boot-$$m-$$n.json | sed -n '/^govmm boot/,/^kernel log/p' || exit 1; \
+	  $(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --quiet --exec irqstat --x2apic=$$m --cpus $$n --mem 1G --json $(CACHE)/boot-$$m-$$n.json | sed -n '/^govmm boot/,/^kernel log/p;/^exits per IPI/,/^$$/p' || exit 1; \
 	done; done
 
 # govmm's kernel in all four modes with TSC-deadline mode not advertised
