@@ -435,6 +435,7 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	}
 	drained := make(chan struct{})
 	go func() { vm.early.drainUntil(vm.done); close(drained) }()
+	raiseProcs(len(vm.cpus))
 	loops := make([]<-chan struct{}, len(vm.cpus))
 	for i, c := range vm.cpus {
 		done := make(chan struct{})
