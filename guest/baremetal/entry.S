@@ -103,11 +103,18 @@ ap_pm32:
 	mov %eax, %ss
 	mov %eax, %fs
 	mov %eax, %gs
+	cmpl $0, ap_slot_by_id
+	jne 1f
 	mov $1, %eax                    /* APs start together: take an index atomically */
 	lock xadd %eax, ap_next
 	cmp $MAX_CPUS, %eax
 	jae halt                        /* no stack left for this one */
-	mov %eax, %ebx
+	jmp 2f
+1:	mov $1, %eax                    /* a guest that restarts CPUs (fuzz): the slot */
+	cpuid                           /* is the initial APIC ID, CPUID.1:EBX[31:24], */
+	mov %ebx, %eax                  /* so each start of a CPU reuses its own stack */
+	shr $24, %eax                   /* instead of using up MAX_CPUS of them */
+2:	mov %eax, %ebx
 	shl $12, %eax                   /* STACK_SIZE = 4096 */
 	lea stacks + STACK_SIZE(%eax), %esp
 	lidt idt_ptr
@@ -137,6 +144,9 @@ idt_ptr:
 	.long idt
 ap_next:
 	.long 1                         /* next AP CPU index */
+	.globl ap_slot_by_id
+ap_slot_by_id:
+	.long 0                         /* 1: an AP's slot is its APIC ID (rt.h) */
 
 	.section .stacks, "aw", @nobits
 	.align 4096

@@ -179,6 +179,11 @@ static inline void line(int n, int v) { outb(0x2000 + n, v); }
 extern volatile u32 cpu_apicid[MAX_CPUS];/* by CPU index, filled by the guest */
 int this_cpu(void);                      /* CPU index: 0 = BSP, APs by arrival */
 void smp_boot(void (*fn)(int idx));      /* INIT + SIPI all-but-self; APs run fn */
+/* 0 (default): an AP's CPU index and stack slot is its arrival order, one
+ * new slot per start (MAX_CPUS starts in all). 1: its initial APIC ID
+ * (< 256, the BSP's ID 0 being its own slot 0), the same slot at every
+ * start: for a guest that INITs and restarts CPUs without end (fuzz). */
+extern volatile u32 ap_slot_by_id;
 
 #endif
 #endif
