@@ -422,17 +422,24 @@ func (vm *VM) stop(how string, status int, err error) {
 	})
 }
 
+// startInput starts feeding the console input (if any) to the virtio
+// console, or else to the serial port.
+func (vm *VM) startInput() {
+	if vm.cfg.ConsoleInput == nil {
+		return
+	}
+	if vm.pci != nil && vm.pci.console != nil {
+		go pumpInput(vm.cfg.ConsoleInput, vm.pci.console.Input, vm.done)
+	} else {
+		go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
+	}
+}
+
 // Run starts every vCPU and waits until the guest ends or timeout passes
 // (0: no limit).
 func (vm *VM) Run(timeout time.Duration) Result {
 	start := time.Now()
-	if vm.cfg.ConsoleInput != nil {
-		if vm.pci != nil && vm.pci.console != nil {
-			go pumpInput(vm.cfg.ConsoleInput, vm.pci.console.Input, vm.done)
-		} else {
-			go vm.serial.Pump(vm.cfg.ConsoleInput) // an input error ends input, as EOF does
-		}
-	}
+	vm.startInput()
 	drained := make(chan struct{})
 	go func() { vm.early.drainUntil(vm.done); close(drained) }()
 	raiseProcs(len(vm.cpus))
