@@ -112,7 +112,7 @@ func TestRefusedStartIsAnError(t *testing.T) {
 // INIT to the BSP is a reset, as under KVM: the BSP does not wait for a
 // SIPI (which would be ignored) but restarts at the reset vector, where
 // govmm has no firmware, so the VM ends with an architectural end
-// (ErrShutdown) that says so; an AP's INIT still waits for its SIPI.
+// (ErrShutdown) that says so. (An AP's INIT and SIPI: TestInitSIPI.)
 func TestBSPINITEndsTheVM(t *testing.T) {
 	r := newRig(t, 1)
 	r.fakes[0] = newFake(outb(0x80, 0).with(func(*fakeCPU) {

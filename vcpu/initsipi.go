@@ -14,9 +14,10 @@ import (
 // takeINIT acts on a latched INIT before an entry: the last exit is
 // completed, PV EOI and the LAPIC are reset, KVM's own PV features turned
 // off, and the CPU waits for its SIPI. On the BSP (its APIC base's BSP
-// flag set) INIT is a reset instead: the VM ends (bspINIT). It returns what the LAPIC has for
-// the restarted CPU (look), with the timer and CR8 taken from the LAPIC
-// again, or errStop if the VM ended while it waited.
+// flag set, KVM's kvm_vcpu_is_bsp) INIT is a reset instead: the VM ends
+// (bspINIT). It returns what the LAPIC has for the restarted CPU (look),
+// with the timer and CR8 taken from the LAPIC again, or errStop if the VM
+// ended while it waited.
 func (v *VCPU) takeINIT() (vlapic.Pending, error) {
 	v.events.INIT = false
 	if v.lapic.Base()&vlapic.BaseBSP != 0 {
