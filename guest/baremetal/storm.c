@@ -329,6 +329,17 @@ static int all_synced(void)
 	return 1;
 }
 
+/* Print the CPUs that have not made drain()'s exit since their last IPI
+ * (what holds the section open once every IPI is received). */
+static void show_unsynced(void)
+{
+	u32 shown = 0;
+	for (u32 t = 1; t < n; t++)
+		if (synced[t] != rcvd[t] && shown++ < 8)
+			printf("# APIC ID %u: received %u, synced %u, inflight %u, halts %u\n", t, rcvd[t], synced[t],
+			       inflight[t], halts[t]);
+}
+
 /* Print what is still unbalanced: (slot, target, sent, received). */
 static void show_pairs(void)
 {
@@ -401,6 +412,7 @@ void test_main(void)
 		} else if (rdtsc() - since > STALL * TSC_SEC) {
 			section(0);
 			printf("# stalled: %u of %u senders done\n", done, n);
+			show_unsynced();
 			show_pairs();
 			show_seq();
 			die("storm", "no progress: %u deliveries addressed, %u received", a, r);
