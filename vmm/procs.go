@@ -35,7 +35,8 @@ func procsFor(cpus int, now int, env string) int {
 // raiseProcs applies procsFor to this process; it never lowers
 // GOMAXPROCS, so VMs run one after another (tests) keep the largest.
 func raiseProcs(cpus int) {
-	if n := procsFor(cpus, runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS")); n != runtime.GOMAXPROCS(0) {
+	now := runtime.GOMAXPROCS(0)
+	if n := procsFor(cpus, now, os.Getenv("GOMAXPROCS")); n != now {
 		runtime.GOMAXPROCS(n)
 	}
 }

@@ -9,8 +9,9 @@
  * time, and every fourth send a multicast to every target of one window that
  * may take it (logical modes: one ICR to one cluster, or the 8 flat bits;
  * pv: one trap for a window of up to 64 CPUs; physical modes: one ICR per
- * target of such a window, as Linux does). Between sends, even APIC IDs halt when an IPI is on its way to
- * them and odd ones spin with IF=1, so the VMM both wakes halted receivers
+ * target of such a window, as Linux does). Between sends, even APIC IDs
+ * halt when an IPI is on its way to them and odd ones spin with IF=1, so
+ * the VMM both wakes halted receivers
  * and kicks running ones. The whole storm is accounting section 1 (port
  * 0x660); nothing else sends an IPI in it. It closes once every CPU has
  * received everything addressed to it and made one APIC read (TPR): an
