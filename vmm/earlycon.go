@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/govmm/govmm/devices"
@@ -25,6 +26,14 @@ const EarlyConBase = 0xFD000000
 // govmm reads from the console are stamped at most this late.
 const earlyConDrainEvery = 10 * time.Millisecond
 
+// earlyConDrainIdle is the drainer's period once another console device
+// has written: the guest has its real console then (Linux drops its boot
+// console when the real one registers), so the page goes quiet, and what
+// a guest still queues there is drained before each of that console's
+// writes anyway. A drainer at earlyConDrainEvery for the VM's whole life
+// woke 100 times a second for nothing.
+const earlyConDrainIdle = time.Second
+
 // earlyConsole is the early console with the queue in front of it: KVM's
 // coalesced ring, when this host has read-only memory slots and
 // coalesced MMIO, or nothing (the zero ring: every access then exits).
@@ -39,6 +48,9 @@ type earlyConsole struct {
 	page []byte // the read-only slot's memory (mmapped: page-aligned)
 	mu   sync.Mutex
 	ring kvm.CoalescedRing // zero where the host cannot coalesce
+	// handedOver is set by the first write of another console device
+	// (orderedConsole); the drainer then slows to earlyConDrainIdle.
+	handedOver atomic.Bool
 }
 
 // setupEarlyCon puts the early console on the exit bus and, where the host
@@ -118,14 +130,15 @@ func (e *earlyConsole) drainLocked() {
 	})
 }
 
-// drainUntil drains every earlyConDrainEvery until done closes; Run
-// drains once more when the vCPUs have stopped, so nothing the guest
-// printed is left in the ring when the VM ends.
+// drainUntil drains every drainPeriod until done closes; Run drains once
+// more when the vCPUs have stopped, so nothing the guest printed is left
+// in the ring when the VM ends.
 func (e *earlyConsole) drainUntil(done <-chan struct{}) {
 	if !e.coalesced() {
 		return
 	}
-	t := time.NewTicker(earlyConDrainEvery)
+	period := e.drainPeriod()
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
@@ -133,8 +146,21 @@ func (e *earlyConsole) drainUntil(done <-chan struct{}) {
 			return
 		case <-t.C:
 			e.drain()
+			if p := e.drainPeriod(); p != period {
+				period = p
+				t.Reset(p)
+			}
 		}
 	}
+}
+
+// drainPeriod is how often the drainer runs: earlyConDrainEvery while the
+// early console is the guest's only one, earlyConDrainIdle after.
+func (e *earlyConsole) drainPeriod() time.Duration {
+	if e.handedOver.Load() {
+		return earlyConDrainIdle
+	}
+	return earlyConDrainEvery
 }
 
 // release unmaps the slot's page once KVM no longer maps it (the VM is
@@ -154,6 +180,7 @@ type orderedConsole struct {
 }
 
 func (c orderedConsole) Write(p []byte) (int, error) {
+	c.e.handedOver.Store(true)
 	c.e.mu.Lock()
 	defer c.e.mu.Unlock()
 	c.e.drainLocked()
