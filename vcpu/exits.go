@@ -55,7 +55,9 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		if !hostIsAMD {
 			msg += v.shutdownSegments()
 		}
-		return shutdownError(msg)
+		// What the vCPU did just before (a SIPI's vector, the exits since):
+		// on AMD all there is to tell a guest's own wreck from govmm's.
+		return shutdownError(msg + "; its last events: " + v.log.String())
 	case kvm.ExitFailEntry:
 		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",

@@ -134,3 +134,22 @@ func TestBSPINITEndsTheVM(t *testing.T) {
 		t.Errorf("%d entries, want 1: the BSP must not enter the guest again after INIT", n)
 	}
 }
+
+// A triple fault's error carries the vCPU's last events: on AMD, where
+// KVM has reset the VMCB before it reports the shutdown, they are all
+// there is to say where a CPU started (the SIPI's vector) and what it did
+// since, i.e. whether a wrecked guest or govmm's start-up put it there.
+func TestTripleFaultNamesItsSIPI(t *testing.T) {
+	r := newRig(t, 2)
+	r.fakes[0] = newFake()
+	r.fakes[1] = newFake(step{reason: kvm.ExitShutdown})
+	r.build()
+	errs := make(chan error, 1)
+	go func() { errs <- r.cpus[1].Run() }()
+	r.waitState(1, StateWaitSIPI)
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
+	err := <-errs
+	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "its last events: SIPI 0x20@0x0, exit 8@") {
+		t.Errorf("vCPU 1 ended with %v, want a triple fault naming SIPI 0x20 and the shutdown exit", err)
+	}
+}
