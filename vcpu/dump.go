@@ -30,6 +30,12 @@ func (v *VCPU) RequestDump(w io.Writer) {
 // LAPIC and event log, with no registers (only its thread may read them).
 func (v *VCPU) DumpNow(w io.Writer) { v.dump(w, nil) }
 
+// LastExit is the KVM exit reason (KVM_EXIT_*) of the vCPU's newest exit
+// still in its event log; false if there is none. Only once Run has
+// returned (the log is the vCPU thread's): a test's view of where each vCPU
+// was when the VM ended (a halted one last exited on HLT).
+func (v *VCPU) LastExit() (uint32, bool) { return v.log.lastExit() }
+
 // maybeDump runs on the vCPU thread after each KVM_RUN. A plain load
 // first: a dump is rare, and an atomic swap on every exit is not free (a
 // request that lands after the load is served at the next exit).

@@ -48,6 +48,17 @@ func (l *eventLog) add(kind eventKind, arg uint32, rip uint64) {
 	l.n++
 }
 
+// lastExit is the reason of the newest exit in the log; false if it holds
+// none.
+func (l *eventLog) lastExit() (uint32, bool) {
+	for i := l.n; i > 0 && l.n-i < eventLogLen; i-- {
+		if e := l.ev[(i-1)%eventLogLen]; e.kind == evExit {
+			return e.arg, true
+		}
+	}
+	return 0, false
+}
+
 // String is the log, oldest first, e.g. "exit 2@0xffffffff81000a3c, kick@0x8,
 // INIT(+0)@0x8, SIPI 0x8@0x0, exit 17@0x4". Exit reasons are KVM's numbers
 // (KVM_EXIT_*).

@@ -35,6 +35,39 @@ func TestEventLogString(t *testing.T) {
 	}
 }
 
+// lastExit finds the newest exit behind later events, also once the log
+// has wrapped, and nothing in a log without exits.
+func TestEventLogLastExit(t *testing.T) {
+	var l eventLog
+	if _, ok := l.lastExit(); ok {
+		t.Error("empty log: an exit found")
+	}
+	l.add(evSIPI, 8, 0)
+	if _, ok := l.lastExit(); ok {
+		t.Error("SIPI only: an exit found")
+	}
+	l.add(evExit, kvm.ExitMMIO, 0x10)
+	l.add(evExit, kvm.ExitHLT, 0x20)
+	l.add(evKick, 0, 0x21)
+	l.add(evInject, 0x40, 0x21)
+	if r, ok := l.lastExit(); !ok || r != kvm.ExitHLT {
+		t.Errorf("lastExit %d %v, want HLT (%d)", r, ok, kvm.ExitHLT)
+	}
+	for i := range 3 * eventLogLen {
+		l.add(evExit, uint32(i), 0)
+	}
+	for range eventLogLen - 1 {
+		l.add(evNMI, 0, 0)
+	}
+	if r, ok := l.lastExit(); !ok || r != 3*eventLogLen-1 {
+		t.Errorf("wrapped: lastExit %d %v, want %d", r, ok, 3*eventLogLen-1)
+	}
+	l.add(evNMI, 0, 0)
+	if r, ok := l.lastExit(); ok {
+		t.Errorf("wrapped, only NMIs kept: lastExit %d, want none", r)
+	}
+}
+
 // An emulation failure govmm cannot complete names what the vCPU did
 // before it: here the exit before, the vector injected after it, and the
 // failure's own exit.
