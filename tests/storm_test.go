@@ -94,6 +94,7 @@ func TestStorm(t *testing.T) {
 		sizes = sizes[:1]
 		sizes[0].cpus = c
 	}
+	ran := 0
 	for _, d := range stormDeliveries {
 		for _, m := range stormModes {
 			for _, sz := range sizes {
@@ -102,10 +103,16 @@ func TestStorm(t *testing.T) {
 				}
 				name := fmt.Sprintf("%s/%s/%d", d.name, m.name, sz.cpus)
 				t.Run(name, func(t *testing.T) {
+					ran++
 					runStorm(t, d, m, sz.cpus, sz.count, timeout)
 				})
 			}
 		}
+	}
+	// -run 'TestStorm/...' that names no storm would pass with nothing
+	// run ('make storm STORM_RUN=...' with a typo in it did).
+	if ran == 0 {
+		t.Fatalf("no storm matches -run: the storms are TestStorm/{plain,avic}/{xapic-phys,xapic-cluster,x2apic-phys,x2apic-cluster,pv,pv+pveoi}/%d", sizes[0].cpus)
 	}
 }
 
