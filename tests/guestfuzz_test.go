@@ -59,10 +59,10 @@ func TestGuestFuzz(t *testing.T) {
 	}
 	baseGoroutines := -1 // after the first VM: the process's one-time goroutines (os/signal) are up then
 	var heap0 uint64
-	rate := regexp.MustCompile(`# fuzz seed=\d+: (\d+) accesses in (\d+) s on \d+ CPUs, (\d+) per second; (\d+) faults`)
+	rate := regexp.MustCompile(`# fuzz seed=\d+: (\d+) accesses in (\d+) s on \d+ CPUs, (\d+) per second; (\d+) faults.*; (\d+) restarts`)
 	trampLine := regexp.MustCompile(`trampoline found overwritten[^\n]*`)
 	var seeds, passed, shutdowns, parked int
-	var accesses uint64
+	var accesses, faults, restarts, exits uint64
 	start := time.Now()
 	for ; time.Since(start) < total; seed++ {
 		cmdline := fmt.Sprintf("seed=%d secs=%d %s", seed, secs, args)
@@ -76,6 +76,8 @@ func TestGuestFuzz(t *testing.T) {
 			t.Fatalf("seed %d: vmm.New: %v", seed, err)
 		}
 		res := vm.Run(seedTime + 90*time.Second)
+		vmExits := vm.Accounting().Report().Total.Exits
+		exits += vmExits
 		vm.Close()
 		out := con.String()
 		seeds++
@@ -83,9 +85,10 @@ func TestGuestFuzz(t *testing.T) {
 		case res.Err == nil && res.Status == 1 && strings.Contains(out, "PASS fuzz"):
 			passed++
 			if m := rate.FindStringSubmatch(out); m != nil {
-				n, _ := strconv.ParseUint(m[1], 10, 64)
-				accesses += n
-				t.Logf("seed %d: PASS, %s accesses in %s s (%s/s), %s faults; %s", seed, m[1], m[2], m[3], m[4], trampLine.FindString(out))
+				num := func(i int) uint64 { n, _ := strconv.ParseUint(m[i], 10, 64); return n }
+				accesses, faults, restarts = accesses+num(1), faults+num(4), restarts+num(5)
+				t.Logf("seed %d: PASS, %s accesses in %s s (%s/s), %s faults answered, %s restarts, %d exits; %s",
+					seed, m[1], m[2], m[3], m[4], m[5], vmExits, trampLine.FindString(out))
 			}
 		case errors.Is(res.Err, vcpu.ErrShutdown):
 			shutdowns++
@@ -122,8 +125,8 @@ func TestGuestFuzz(t *testing.T) {
 		}
 	}
 	el := time.Since(start).Seconds()
-	t.Logf("%d seeds in %.0f s: %d passed, %d triple faults or resets, %d parked; %d accesses (%.0f/s over the passing seeds' run time)",
-		seeds, el, passed, shutdowns, parked, accesses, float64(accesses)/(float64(passed*secs)+1e-9))
+	t.Logf("%d seeds in %.0f s: %d passed, %d triple faults or resets, %d parked; %d accesses (%.0f/s over the passing seeds' run time), %d faults answered and %d restarts in the passing seeds, %d exits in all",
+		seeds, el, passed, shutdowns, parked, accesses, float64(accesses)/(float64(passed*secs)+1e-9), faults, restarts, exits)
 	if passed == 0 {
 		t.Fatalf("no seed ran to its end (%d seeds)", seeds)
 	}
