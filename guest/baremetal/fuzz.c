@@ -592,8 +592,11 @@ static void op_apicmode(struct cpu *c)
 	case 3:                                             /* relocate */
 		wrmsr(0x1B, bsp | 0x800 | bases[below(c, sizeof bases / 4)]);
 		break;
-	case 4:
-		wrmsr(0x1B, (u64)value(c) << 32 | value(c));    /* mostly #GP */
+	case 4:                                             /* mostly #GP */
+		/* The BSP flag (bit 8) kept as it is: set on an AP, the next
+		 * INIT to it would be a machine reset (KVM: kvm_vcpu_is_bsp
+		 * reads the flag), which ended seeds early. */
+		wrmsr(0x1B, (((u64)value(c) << 32 | value(c)) & ~0x100ull) | bsp);
 		break;
 	case 5:
 		apic_sane(c);
