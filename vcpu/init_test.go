@@ -98,12 +98,7 @@ func TestRefusedStartIsAnError(t *testing.T) {
 	f := newFake(outb(0x80, 0))
 	f.refuseDebugRegs = true
 	r.fakes[1] = f
-	r.build()
-	errs := make(chan error, 1)
-	go func() { errs <- r.cpus[1].Run() }()
-	r.waitState(1, StateWaitSIPI)
-	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
-	err := <-errs
+	err := runAPStartedAt(r, 0x20)
 	if err == nil || !strings.Contains(err.Error(), "starting at SIPI vector 0x20") {
 		t.Errorf("vCPU ended with %v, want the refused start-up state named", err)
 	}
@@ -143,13 +138,19 @@ func TestTripleFaultNamesItsSIPI(t *testing.T) {
 	r := newRig(t, 2)
 	r.fakes[0] = newFake()
 	r.fakes[1] = newFake(step{reason: kvm.ExitShutdown})
+	err := runAPStartedAt(r, 0x20)
+	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "its last events: SIPI 0x20@0x0, exit 8@") {
+		t.Errorf("vCPU 1 ended with %v, want a triple fault naming SIPI 0x20 and the shutdown exit", err)
+	}
+}
+
+// runAPStartedAt builds the rig, runs vCPU 1 (an AP, waiting for a SIPI),
+// starts it with a SIPI of vector vec and returns how its Run ended.
+func runAPStartedAt(r *rig, vec uint8) error {
 	r.build()
 	errs := make(chan error, 1)
 	go func() { errs <- r.cpus[1].Run() }()
 	r.waitState(1, StateWaitSIPI)
-	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: 0x20, Dest: 1, Source: -1})
-	err := <-errs
-	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "its last events: SIPI 0x20@0x0, exit 8@") {
-		t.Errorf("vCPU 1 ended with %v, want a triple fault naming SIPI 0x20 and the shutdown exit", err)
-	}
+	r.apics.Deliver(vlapic.Message{Delivery: vlapic.StartUp, Vector: vec, Dest: 1, Source: -1})
+	return <-errs
 }
