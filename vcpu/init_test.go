@@ -111,15 +111,15 @@ func TestRefusedStartIsAnError(t *testing.T) {
 func TestBSPINITEndsTheVM(t *testing.T) {
 	r := newRig(t, 1)
 	r.fakes[0] = newFake(outb(0x80, 0).with(func(*fakeCPU) {
-		r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 0, Source: -1})
+		r.apics.Deliver(vlapic.Message{Delivery: vlapic.INIT, Dest: 0, Source: 3})
 	}), outb(0x80, 0))
 	r.build()
 	errs := make(chan error, 1)
 	go func() { errs <- r.cpus[0].Run() }()
 	select {
 	case err := <-errs:
-		if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "INIT to the BSP (vCPU 0)") {
-			t.Errorf("vCPU 0 ended with %v, want a reset naming INIT to the BSP", err)
+		if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "INIT to the BSP (vCPU 0, from vCPU 3's ICR)") {
+			t.Errorf("vCPU 0 ended with %v, want a reset naming INIT to the BSP and its sender", err)
 		}
 	case <-time.After(10 * time.Second):
 		close(r.done)

@@ -21,7 +21,7 @@ import (
 func (v *VCPU) takeINIT() (vlapic.Pending, error) {
 	v.events.INIT = false
 	if v.lapic.Base()&vlapic.BaseBSP != 0 {
-		return vlapic.Pending{}, bspINIT(v.id)
+		return vlapic.Pending{}, bspINIT(v.id, v.events.INITFrom)
 	}
 	if err := v.completeExit(); err != nil {
 		return vlapic.Pending{}, err
@@ -209,6 +209,10 @@ func disableKVMPV(c Hardware) error {
 // govmm loads its guest without firmware, so nothing is there to run: the
 // VM ends as a reset, an architectural end (ErrShutdown) like a triple
 // fault's, never a CPU left waiting for a SIPI that hardware would ignore.
-func bspINIT(id int) error {
-	return shutdownError(fmt.Sprintf("guest sent INIT to the BSP (vCPU %d): it restarts at the reset vector, a machine reset, and govmm runs no firmware there", id))
+func bspINIT(id, from int) error {
+	sender := "a device's message (IOAPIC, MSI or remapped)"
+	if from >= 0 {
+		sender = fmt.Sprintf("vCPU %d's ICR", from)
+	}
+	return shutdownError(fmt.Sprintf("guest sent INIT to the BSP (vCPU %d, from %s): it restarts at the reset vector, a machine reset, and govmm runs no firmware there", id, sender))
 }

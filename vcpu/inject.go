@@ -134,7 +134,9 @@ func (v *VCPU) takeEvents() { v.latch(v.lapic.TakeEvents()) }
 // latch adds events taken from the LAPIC to those not yet acted on.
 func (v *VCPU) latch(e vlapic.Events) {
 	v.events.NMIs = min(v.events.NMIs+e.NMIs, vlapic.MaxLatchedNMIs)
-	v.events.INIT = v.events.INIT || e.INIT
+	if e.INIT {
+		v.events.INIT, v.events.INITFrom = true, e.INITFrom
+	}
 	v.events.ExtINT = v.events.ExtINT || e.ExtINT
 	// A Startup IPI counts only for a CPU waiting for one (after INIT, or
 	// with an INIT still to act on); any other CPU discards it, as

@@ -180,6 +180,10 @@ type Events struct {
 	SIPI       bool
 	SIPIVector uint8
 	ExtINT     bool
+	// INITFrom is the latest INIT's sender, when INIT is set: a vCPU's
+	// index (its ICR) or -1 (a device's message: IOAPIC, MSI, remapped).
+	// An INIT to the BSP resets the machine; its message names the sender.
+	INITFrom int
 }
 
 // MaxLatchedNMIs is the most NMIs a LAPIC keeps for its CPU: more can

@@ -113,7 +113,7 @@ func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 		if m.Trigger == Level && !m.Assert {
 			break
 		}
-		a.ev.INIT, a.ev.SIPI, a.ev.SIPIVector = true, false, 0
+		a.ev.INIT, a.ev.INITFrom, a.ev.SIPI, a.ev.SIPIVector = true, m.Source, false, 0
 		acc, notify = true, true
 	case StartUp:
 		a.ev.SIPI, a.ev.SIPIVector = true, m.Vector

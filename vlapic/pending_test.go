@@ -51,7 +51,7 @@ func TestTakePending(t *testing.T) {
 		b.Deliver(Message{Delivery: INIT, Dest: 1, Source: -1})
 		b.Deliver(Message{Delivery: StartUp, Vector: 0x9A, Dest: 1, Source: -1})
 		p = a.TakePending()
-		if p != (Pending{Events: Events{INIT: true, SIPI: true, SIPIVector: 0x9A}}) || !p.Work() || !p.Wakes(false) {
+		if p != (Pending{Events: Events{INIT: true, SIPI: true, SIPIVector: 0x9A, INITFrom: -1}}) || !p.Work() || !p.Wakes(false) {
 			t.Fatalf("avic=%v: INIT+SIPI: %+v", avic, p)
 		}
 		if p := a.TakePending(); p != (Pending{}) {

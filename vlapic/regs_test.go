@@ -288,7 +288,7 @@ func TestSoftwareDisable(t *testing.T) {
 			t.Fatalf("delivery mode %d refused", d)
 		}
 	}
-	if ev := a.TakeEvents(); ev != (Events{NMIs: 1, INIT: true, SIPI: true, SIPIVector: 9, ExtINT: true}) {
+	if ev := a.TakeEvents(); ev != (Events{NMIs: 1, INIT: true, SIPI: true, SIPIVector: 9, ExtINT: true, INITFrom: -1}) {
 		t.Fatalf("events %+v", ev)
 	}
 	if ev := a.TakeEvents(); ev != (Events{}) {
@@ -318,7 +318,7 @@ func TestInitSIPI(t *testing.T) {
 		t.Fatalf("INIT de-assert accepted by %d", eff.Targets)
 	}
 	sendICR(t, bsp, Message{Delivery: StartUp, Vector: 0x9A, Shorthand: AllExcludingSelf})
-	if ev := ap.TakeEvents(); ev != (Events{INIT: true, SIPI: true, SIPIVector: 0x9A}) {
+	if ev := ap.TakeEvents(); ev != (Events{INIT: true, SIPI: true, SIPIVector: 0x9A, INITFrom: 0}) { // from the BSP's ICR
 		t.Fatalf("AP events %+v", ev)
 	}
 	if ev := bsp.TakeEvents(); ev != (Events{}) {
@@ -327,7 +327,7 @@ func TestInitSIPI(t *testing.T) {
 	// INIT drops a SIPI that came before it.
 	b.Deliver(Message{Delivery: StartUp, Vector: 1, Dest: 1, Source: -1})
 	b.Deliver(Message{Delivery: INIT, Dest: 1, Source: -1})
-	if ev := b.LAPIC(1).TakeEvents(); ev != (Events{INIT: true}) {
+	if ev := b.LAPIC(1).TakeEvents(); ev != (Events{INIT: true, INITFrom: -1}) {
 		t.Fatalf("INIT after SIPI: %+v", ev)
 	}
 	wr(t, ap, RegID, 0x22<<24)
