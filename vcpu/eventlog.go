@@ -59,6 +59,23 @@ func (l *eventLog) lastExit() (uint32, bool) {
 	return 0, false
 }
 
+// lastSIPI is the vector of the newest SIPI in the log, if no exit came
+// after it: the vCPU has run only the page the SIPI started it at. False
+// otherwise.
+func (l *eventLog) lastSIPI() (uint8, bool) {
+	for i := l.n; i > 0 && l.n-i < eventLogLen; i-- {
+		switch e := l.ev[(i-1)%eventLogLen]; e.kind {
+		case evSIPI:
+			return uint8(e.arg), true
+		case evExit:
+			if i != l.n { // the newest exit is the one being reported
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
 // String is the log, oldest first, e.g. "exit 2@0xffffffff81000a3c, kick@0x8,
 // INIT(+0)@0x8, SIPI 0x8@0x0, exit 17@0x4". Exit reasons are KVM's numbers
 // (KVM_EXIT_*).

@@ -68,6 +68,25 @@ func TestEventLogLastExit(t *testing.T) {
 	}
 }
 
+// lastSIPI finds a SIPI followed by no exit but the one being reported.
+func TestEventLogLastSIPI(t *testing.T) {
+	var l eventLog
+	l.add(evExit, kvm.ExitMMIO, 0x10)
+	l.add(evINIT, 0, 0x10)
+	l.add(evSIPI, 8, 0)
+	if v, ok := l.lastSIPI(); !ok || v != 8 {
+		t.Errorf("SIPI last: %#x %v, want 0x8", v, ok)
+	}
+	l.add(evExit, kvm.ExitShutdown, 0x15)
+	if v, ok := l.lastSIPI(); !ok || v != 8 {
+		t.Errorf("SIPI, then the reported exit: %#x %v, want 0x8", v, ok)
+	}
+	l.add(evExit, kvm.ExitIO, 0x20)
+	if _, ok := l.lastSIPI(); ok {
+		t.Error("an exit after the SIPI's run: a SIPI found")
+	}
+}
+
 // An emulation failure govmm cannot complete names what the vCPU did
 // before it: here the exit before, the vector injected after it, and the
 // failure's own exit.

@@ -57,7 +57,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		}
 		// What the vCPU did just before (a SIPI's vector, the exits since):
 		// on AMD all there is to tell a guest's own wreck from govmm's.
-		return shutdownError(msg + "; its last events: " + v.log.String())
+		return shutdownError(msg + "; its last events: " + v.log.String() + v.sipiPageBytes())
 	case kvm.ExitFailEntry:
 		v.counts.Exit(exitcause.Other)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
@@ -121,6 +121,23 @@ func (v *VCPU) shutdownSegments() string {
 		}
 	}
 	return msg + ")"
+}
+
+// sipiPageBytes is what a triple fault's message adds for a vCPU that
+// faulted in the code its SIPI started it at, with no exit since: that
+// code's first bytes as they are now (a trampoline the guest's own DMA
+// overwrote shows here; an intact one points elsewhere). Empty otherwise.
+func (v *VCPU) sipiPageBytes() string {
+	vec, ok := v.log.lastSIPI()
+	if !ok || v.mem == nil {
+		return ""
+	}
+	const n = 32
+	b, err := v.mem.Slice(uint64(vec)<<12, n)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; the %d bytes at its SIPI page %#x now: % x", n, uint64(vec)<<12, b)
 }
 
 // handleIO serves port I/O from the bus, string forms (rep ins/outs)

@@ -15,6 +15,7 @@ import (
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -358,6 +359,8 @@ type rig struct {
 	noCounters bool
 	// yieldEvery is every vCPU's Config.YieldEvery (set before start).
 	yieldEvery uint64
+	// mem is every vCPU's guest memory (set before start; nil: none).
+	mem *memory.Memory
 }
 
 // sink forwards the LAPICs' notifications to the vCPUs.
@@ -416,7 +419,7 @@ func (r *rig) build() {
 			counts = nil
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, Mem: r.mem})
 	}
 }
 

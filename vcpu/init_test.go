@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -134,13 +135,27 @@ func TestBSPINITEndsTheVM(t *testing.T) {
 // KVM has reset the VMCB before it reports the shutdown, they are all
 // there is to say where a CPU started (the SIPI's vector) and what it did
 // since, i.e. whether a wrecked guest or govmm's start-up put it there.
+// A CPU that faulted in its SIPI's page with no exit since also shows
+// that page's first bytes (the fuzz's trampoline, intact or overwritten).
 func TestTripleFaultNamesItsSIPI(t *testing.T) {
 	r := newRig(t, 2)
+	m, err := memory.New(2 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	page, err := m.Slice(0x20000, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(page, []byte{0xfa, 0x8c, 0xc8, 0x8e, 0xd8})
+	r.mem = m
 	r.fakes[0] = newFake()
 	r.fakes[1] = newFake(step{reason: kvm.ExitShutdown})
-	err := runAPStartedAt(r, 0x20)
-	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), "its last events: SIPI 0x20@0x0, exit 8@") {
-		t.Errorf("vCPU 1 ended with %v, want a triple fault naming SIPI 0x20 and the shutdown exit", err)
+	err = runAPStartedAt(r, 0x20)
+	want := "its last events: SIPI 0x20@0x0, exit 8@0x0; the 32 bytes at its SIPI page 0x20000 now: fa 8c c8 8e d8 00"
+	if !errors.Is(err, ErrShutdown) || !strings.Contains(err.Error(), want) {
+		t.Errorf("vCPU 1 ended with %v, want a triple fault with %q", err, want)
 	}
 }
 
