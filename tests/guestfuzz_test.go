@@ -78,8 +78,12 @@ func TestGuestFuzz(t *testing.T) {
 		res := vm.Run(seedTime + 90*time.Second)
 		vmExits := vm.Accounting().Report().Total.Exits
 		exits += vmExits
-		vm.Close()
 		out := con.String()
+		state := "" // govmm's side of a failing seed: each vCPU's LAPIC and last events
+		if strings.Contains(out, "FAIL") || res.Err != nil && !errors.Is(res.Err, vcpu.ErrShutdown) && !errors.Is(res.Err, vmm.ErrParked) {
+			state = endState(vm)
+		}
+		vm.Close()
 		seeds++
 		switch {
 		case res.Err == nil && res.Status == 1 && strings.Contains(out, "PASS fuzz"):
@@ -97,9 +101,9 @@ func TestGuestFuzz(t *testing.T) {
 			parked++
 			t.Logf("seed %d: the guest parked every vCPU (architectural end)", seed)
 		case strings.Contains(out, "FAIL"):
-			t.Fatalf("seed %d: the guest's invariant broke (%s):\n%s", seed, replay, tail(out, 3000))
+			t.Fatalf("seed %d: the guest's invariant broke (%s):\n%s%s", seed, replay, tail(out, 3000), state)
 		default:
-			t.Fatalf("seed %d: %v (status %d, how %q); %s\nconsole:\n%s", seed, res.Err, res.Status, res.How, replay, tail(out, 3000))
+			t.Fatalf("seed %d: %v (status %d, how %q); %s\nconsole:\n%s%s", seed, res.Err, res.Status, res.How, replay, tail(out, 3000), state)
 		}
 		// Nothing of this VM may outlive Close, and the heap must not grow
 		// with the seeds (guest RAM is mmap'd, not heap).
