@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/kvm"
-	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -139,11 +138,7 @@ func TestBSPINITEndsTheVM(t *testing.T) {
 // that page's first bytes (the fuzz's trampoline, intact or overwritten).
 func TestTripleFaultNamesItsSIPI(t *testing.T) {
 	r := newRig(t, 2)
-	m, err := memory.New(2 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
+	m, _ := guestRAM(t)
 	page, err := m.Slice(0x20000, 32)
 	if err != nil {
 		t.Fatal(err)
