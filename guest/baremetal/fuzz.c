@@ -375,15 +375,10 @@ static void guard(struct guarded *g, int when)
 		return;
 	__atomic_add_fetch(when == BEFORE_SIPI ? &g->hits_sipi : when == WHILE_STARTING ? &g->hits_start : &g->hits, 1,
 			   __ATOMIC_RELAXED);
-	if (when == WHILE_STARTING) {           /* repaired at once, counted, not printed: it can be often */
-		memcpy((void *)g->at, g->good, g->n);
-		return;
-	}
-	int at_sipi = when == BEFORE_SIPI;
-	if (at_sipi)
+	if (when == BEFORE_SIPI)        /* printed; while a CPU starts it can be often: counted only */
 		printf("# %s overwritten before a SIPI: byte %u is 0x%02x, not 0x%02x%s\n", g->name, i,
 		       g->at[i], g->good[i], low_guard ? " (repaired)" : " (left as it is: lowguard=0)");
-	if (low_guard || !at_sipi)             /* the monitor always repairs */
+	if (low_guard || when != BEFORE_SIPI)   /* the monitor always repairs, guard_start only with lowguard */
 		memcpy((void *)g->at, g->good, g->n);
 }
 
