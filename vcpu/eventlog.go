@@ -5,6 +5,7 @@ package vcpu
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 )
 
@@ -48,11 +49,22 @@ func (l *eventLog) add(kind eventKind, arg uint32, rip uint64) {
 	l.n++
 }
 
+// newestFirst yields the events still in the log, newest first.
+func (l *eventLog) newestFirst() iter.Seq[event] {
+	return func(yield func(event) bool) {
+		for i := l.n; i > 0 && l.n-i < eventLogLen; i-- {
+			if !yield(l.ev[(i-1)%eventLogLen]) {
+				return
+			}
+		}
+	}
+}
+
 // lastExit is the reason of the newest exit in the log; false if it holds
 // none.
 func (l *eventLog) lastExit() (uint32, bool) {
-	for i := l.n; i > 0 && l.n-i < eventLogLen; i-- {
-		if e := l.ev[(i-1)%eventLogLen]; e.kind == evExit {
+	for e := range l.newestFirst() {
+		if e.kind == evExit {
 			return e.arg, true
 		}
 	}
@@ -61,17 +73,17 @@ func (l *eventLog) lastExit() (uint32, bool) {
 
 // lastSIPI is the vector of the newest SIPI in the log, if no exit came
 // after it: the vCPU has run only the page the SIPI started it at. False
-// otherwise.
+// otherwise. The newest event, the exit being reported, does not count.
 func (l *eventLog) lastSIPI() (uint8, bool) {
-	for i := l.n; i > 0 && l.n-i < eventLogLen; i-- {
-		switch e := l.ev[(i-1)%eventLogLen]; e.kind {
-		case evSIPI:
+	newest := true
+	for e := range l.newestFirst() {
+		switch {
+		case e.kind == evSIPI:
 			return uint8(e.arg), true
-		case evExit:
-			if i != l.n { // the newest exit is the one being reported
-				return 0, false
-			}
+		case e.kind == evExit && !newest:
+			return 0, false
 		}
+		newest = false
 	}
 	return 0, false
 }
