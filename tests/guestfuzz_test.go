@@ -83,11 +83,13 @@ func TestGuestFuzz(t *testing.T) {
 		vmExits := vm.Accounting().Report().Total.Exits
 		exits += vmExits
 		out := con.String()
-		state := "" // govmm's side of a failing seed: each vCPU's LAPIC and last events
-		if strings.Contains(out, "FAIL") || res.Err != nil && !errors.Is(res.Err, vcpu.ErrShutdown) && !errors.Is(res.Err, vmm.ErrParked) {
-			state = endState(vm)
+		// A failing seed ends the test with govmm's side too (each vCPU's
+		// LAPIC and last events), read before the VM is closed.
+		fail := func(format string, args ...any) {
+			state := endState(vm)
+			vm.Close()
+			t.Fatalf(format+"%s", append(args, state)...)
 		}
-		vm.Close()
 		seeds++
 		switch {
 		case res.Err == nil && res.Status == 1 && strings.Contains(out, "PASS fuzz"):
@@ -105,10 +107,11 @@ func TestGuestFuzz(t *testing.T) {
 			parked++
 			t.Logf("seed %d: the guest parked every vCPU (architectural end)", seed)
 		case strings.Contains(out, "FAIL"):
-			t.Fatalf("seed %d: the guest's invariant broke (%s):\n%s%s", seed, replay, tail(out, 3000), state)
+			fail("seed %d: the guest's invariant broke (%s):\n%s", seed, replay, tail(out, 3000))
 		default:
-			t.Fatalf("seed %d: %v (status %d, how %q); %s\nconsole:\n%s%s", seed, res.Err, res.Status, res.How, replay, tail(out, 3000), state)
+			fail("seed %d: %v (status %d, how %q); %s\nconsole:\n%s", seed, res.Err, res.Status, res.How, replay, tail(out, 3000))
 		}
+		vm.Close()
 		// Nothing of this VM may outlive Close, and the heap must not grow
 		// with the seeds (guest RAM is mmap'd, not heap).
 		deadline := time.Now().Add(5 * time.Second)
