@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +115,9 @@ const endStateCPUs = 16
 // not show) are printed, at most endStateCPUs.
 func endState(vm *vmm.VM) string {
 	var b strings.Builder
+	// The exits by cause say what a guest that did not end was doing
+	// (a timer it waited on, a port it polled).
+	fmt.Fprintf(&b, "govmm's exits by cause: %v\n", vm.Accounting().Report().Total.ByCause)
 	b.WriteString("govmm's vCPUs at the end:\n")
 	n := 0
 	for i, c := range vm.VCPUs() {
