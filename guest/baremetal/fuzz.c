@@ -132,6 +132,10 @@ struct cpu {
 	u32 kind[NKINDS];
 	u32 apic_base;                      /* its xAPIC page as far as it knows */
 	int x2;
+	/* Its xAPIC ID as it last set or read it: the register is writable
+	 * (under KVM too), INIT keeps it, and a CPU stopped with an ID of its
+	 * own choosing does not hear an INIT to its initial one (restart). */
+	volatile u32 xid;
 	volatile int jb_ok;
 	void *jb[5];
 	/* monitor's view of it */
@@ -251,6 +255,8 @@ static u32 mmio_rw(struct cpu *c, u32 addr, int size, int write, u32 v)
 		icr_send(c, v, v >> 8);
 		return 0;
 	}
+	if (write && c && !c->x2 && addr == c->apic_base + APIC_ID && size == 4)
+		c->xid = v >> 24;               /* before the store, which may fault */
 	switch (size) {
 	case 1:
 		if (write)
@@ -434,6 +440,12 @@ static void apic_learn(struct cpu *c)
 	u64 b = rdmsr(0x1B);
 	c->apic_base = (u32)b & 0xFFFFF000u;
 	c->x2 = (b & 0xC00) == 0xC00;
+	/* x2APIC, and every way into xAPIC, set the ID back to the initial
+	 * one; a CPU that stayed in xAPIC keeps the one it wrote. */
+	if ((b & 0xC00) == 0x800)
+		c->xid = *(volatile u32 *)(c->apic_base + APIC_ID) >> 24;
+	else
+		c->xid = c - cpu;
 }
 
 /* The APIC back to a state the monitor can send with: disable, xAPIC at
@@ -972,12 +984,22 @@ static void repair_low(void)
 			memcpy((void *)page, pad, sizeof pad);
 }
 
+/* INIT + SIPI to a stopped CPU, physical (also with init=0), at its
+ * initial APIC ID and, if it set another xAPIC ID, at that one too (an
+ * x2APIC sender's destination below 256 reaches an xAPIC CPU by its
+ * xAPIC ID: KVM's kvm_apic_match_physical_addr). Not at 0 or 0xFF: the
+ * BSP's ID (a machine reset) and the broadcast. */
 static void restart(struct cpu *m, u32 id)
 {
 	apic_sane(m);
+	u32 xid = cpu[id].xid;
 	__atomic_or_fetch(&booting, 1u << id, __ATOMIC_SEQ_CST);
-	icr_write(m, 0x4500, id);           /* INIT + SIPI, physical (also with init=0) */
+	icr_write(m, 0x4500, id);
 	icr_write(m, 0x0600 | TRAMPOLINE >> 12, id);
+	if (xid != id && xid != 0 && xid < 0xFF) {
+		icr_write(m, 0x4500, xid);
+		icr_write(m, 0x0600 | TRAMPOLINE >> 12, xid);
+	}
 	total_restarts++;
 }
 
@@ -1029,8 +1051,8 @@ static void monitor(struct cpu *m, u64 now)
 			restart(m, i);          /* not the BSP: INIT would reset the machine */
 		if (c->stale >= 12) {
 			serial_sane();
-			die("heartbeat", "CPU %d made no access for 6 s and did not come back after %s (seed=%u)", i,
-			    i ? "3 restarts" : "none (the BSP, which INIT would reset)", seed);
+			die("heartbeat", "CPU %d made no access for 6 s and did not come back after %s; its xAPIC ID last seen %u (seed=%u)", i,
+			    i ? "3 restarts" : "none (the BSP, which INIT would reset)", c->xid, seed);
 		}
 	}
 	while (now - t_start >= (u64)(secs_done + 1) * tsc_hz)
