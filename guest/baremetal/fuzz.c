@@ -1121,14 +1121,26 @@ static u32 initial_apic_id(void)
  * seeded kind (an unknown MSR's #GP, an MSR read, an OUT, an IN, an MMIO
  * read, an MMIO write, its own ICR), half the time after two NMIs to
  * itself (the second stays pending: NMIs are blocked until an IRET that
- * the handler never does), and spins; the BSP INITs and starts
- * each AP again as soon as it has made it, for secs seconds. */
+ * the handler never does), and spins; a quarter of the starts first move
+ * the AP to xAPIC with an xAPIC ID of its own (0x20 + its initial one),
+ * which the INIT that stops it keeps. The BSP restarts each AP (restart:
+ * at its initial ID and the one it set) as soon as it has made its exit,
+ * for secs seconds. */
 static u32 restart_only;
 static volatile u32 restart_phase[MAXC];
 
 static void restartee(struct cpu *c)
 {
 	apic_sane(c);
+	if (one_in(c, 4)) {
+		u64 bsp = rdmsr(0x1B) & 0x100;
+		wrmsr(0x1B, bsp | 0xFEE00000u);
+		wrmsr(0x1B, bsp | 0xFEE00000u | 0x800);
+		apic_learn(c);
+		apic_reg(c, APIC_SVR, 0x1FF);
+		apic_reg(c, APIC_ID, (0x20u + (u32)(c - cpu)) << 24);
+		apic_learn(c);                                  /* reads it back: c->xid */
+	}
 	c->jb_ok = 1;
 	if (__builtin_setjmp(c->jb) == 0) {
 		if (one_in(c, 2)) {                             /* NMI to itself: its handler */
@@ -1161,8 +1173,7 @@ static void restart_loop(void)
 	while (rdtsc() < end) {     /* each start reuses its CPU's stack (ap_slot_by_id) */
 		for (int i = 1; i < ncpus; i++) {
 			u32 before = cpu[i].ops;
-			icr_write(m, 0x4500, i);
-			icr_write(m, 0x0600 | TRAMPOLINE >> 12, i);
+			restart(m, i);
 			n++;
 			if (!WAIT(cpu[i].ops != before, 5))
 				lost++;
