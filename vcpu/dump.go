@@ -36,6 +36,11 @@ func (v *VCPU) DumpNow(w io.Writer) { v.dump(w, nil) }
 // was when the VM ended (a halted one last exited on HLT).
 func (v *VCPU) LastExit() (uint32, bool) { return v.log.lastExit() }
 
+// ParkedByINIT says whether the vCPU's newest event is an INIT it acted
+// on, so that it waited for a SIPI when the VM ended. Only once Run has
+// returned, as LastExit.
+func (v *VCPU) ParkedByINIT() bool { return v.log.parkedByINIT() }
+
 // maybeDump runs on the vCPU thread after each KVM_RUN. A plain load
 // first: a dump is rare, and an atomic swap on every exit is not free (a
 // request that lands after the load is served at the next exit).

@@ -71,6 +71,16 @@ func (l *eventLog) lastExit() (uint32, bool) {
 	return 0, false
 }
 
+// parkedByINIT says whether the newest event is an INIT acted on: the
+// vCPU waits for a SIPI since, or waited when the VM ended (a vCPU that
+// a SIPI started, or that ran at all, logged that after it).
+func (l *eventLog) parkedByINIT() bool {
+	for e := range l.newestFirst() {
+		return e.kind == evINIT
+	}
+	return false
+}
+
 // lastSIPI is the vector of the newest SIPI in the log, if no exit came
 // after it: the vCPU has run only the page the SIPI started it at. False
 // otherwise. The newest event, the exit being reported, does not count.

@@ -87,6 +87,23 @@ func TestEventLogLastSIPI(t *testing.T) {
 	}
 }
 
+// parkedByINIT holds only while the INIT is the newest event.
+func TestEventLogParkedByINIT(t *testing.T) {
+	var l eventLog
+	if l.parkedByINIT() {
+		t.Error("empty log: parked")
+	}
+	l.add(evExit, kvm.ExitX86WRMSR, 0x10)
+	l.add(evINIT, 0, 0x12)
+	if !l.parkedByINIT() {
+		t.Error("INIT last: not parked")
+	}
+	l.add(evSIPI, 8, 0)
+	if l.parkedByINIT() {
+		t.Error("SIPI after the INIT: parked")
+	}
+}
+
 // An emulation failure govmm cannot complete names what the vCPU did
 // before it: here the exit before, the vector injected after it, and the
 // failure's own exit.

@@ -136,10 +136,14 @@ struct cpu {
 	 * (under KVM too), INIT keeps it, and a CPU stopped with an ID of its
 	 * own choosing does not hear an INIT to its initial one (restart). */
 	volatile u32 xid;
+	/* Its APIC is hardware-disabled, or a write to disable it is under
+	 * way: set before the WRMSR (an INIT may land right after it), read
+	 * back by apic_learn. An AP stopped so is beyond INIT and SIPI. */
+	volatile u32 apic_off;
 	volatile int jb_ok;
 	void *jb[5];
 	/* monitor's view of it */
-	u32 last_ops, stale;
+	u32 last_ops, last_started, stale;
 };
 static struct cpu cpu[MAXC];
 static volatile u8 slot_of[MAX_CPUS];  /* stack index -> APIC ID */
@@ -440,6 +444,7 @@ static void apic_learn(struct cpu *c)
 	u64 b = rdmsr(0x1B);
 	c->apic_base = (u32)b & 0xFFFFF000u;
 	c->x2 = (b & 0xC00) == 0xC00;
+	c->apic_off = !(b & 0x800);
 	/* x2APIC, and every way into xAPIC, set the ID back to the initial
 	 * one; a CPU that stayed in xAPIC keeps the one it wrote. */
 	if ((b & 0xC00) == 0x800)
@@ -448,16 +453,34 @@ static void apic_learn(struct cpu *c)
 		c->xid = c - cpu;
 }
 
+/* Every write of this CPU's IA32_APIC_BASE: one that disables the APIC
+ * marks it first (apic_off). If the write faults, the loop's trap path
+ * reads the MSR back. */
+static void base_write(struct cpu *c, u64 v)
+{
+	if (!(v & 0x800))
+		c->apic_off = 1;
+	wrmsr(0x1B, v);
+}
+
+/* Through disabled to xAPIC at the reset base, BSP flag kept. */
+static void to_xapic(struct cpu *c)
+{
+	u64 bsp = rdmsr(0x1B) & 0x100;
+	base_write(c, bsp | 0xFEE00000u);
+	base_write(c, bsp | 0xFEE00000u | 0x800);
+	apic_learn(c);
+}
+
 /* The APIC back to a state the monitor can send with: disable, xAPIC at
  * the reset base, x2APIC if there is one, software enabled. */
 static void apic_sane(struct cpu *c)
 {
-	u64 bsp = rdmsr(0x1B) & 0x100;
-	wrmsr(0x1B, bsp | 0xFEE00000u);
-	wrmsr(0x1B, bsp | 0xFEE00000u | 0x800);
-	if (x2avail)
-		wrmsr(0x1B, bsp | 0xFEE00000u | 0xC00);
-	apic_learn(c);
+	to_xapic(c);
+	if (x2avail) {
+		base_write(c, (rdmsr(0x1B) & 0x100) | 0xFEE00000u | 0xC00);
+		apic_learn(c);
+	}
 	if (c->x2)
 		wrmsr(0x80F, 0x1FF);
 	else
@@ -617,22 +640,22 @@ static void op_apicmode(struct cpu *c)
 	static const u32 bases[] = {0xFEE00000u, 0xFEE10000u, 0xFEC00000u, 0xFED90000u, 0xF0000000u, ARENA + 0x3F0000};
 	switch (below(c, 8)) {
 	case 0:
-		wrmsr(0x1B, b & ~0xC00ull);                     /* disable */
+		base_write(c, b & ~0xC00ull);                   /* disable */
 		break;
 	case 1:
-		wrmsr(0x1B, bsp | c->apic_base | 0x800);        /* xAPIC (from disabled) */
+		base_write(c, bsp | c->apic_base | 0x800);      /* xAPIC (from disabled) */
 		break;
 	case 2:
-		wrmsr(0x1B, b | 0xC00);                         /* x2APIC (from xAPIC) */
+		base_write(c, b | 0xC00);                       /* x2APIC (from xAPIC) */
 		break;
 	case 3:                                             /* relocate */
-		wrmsr(0x1B, bsp | 0x800 | bases[below(c, sizeof bases / 4)]);
+		base_write(c, bsp | 0x800 | bases[below(c, sizeof bases / 4)]);
 		break;
 	case 4:                                             /* mostly #GP */
 		/* The BSP flag (bit 8) kept as it is: set on an AP, the next
 		 * INIT to it would be a machine reset (KVM: kvm_vcpu_is_bsp
 		 * reads the flag), which ended seeds early. */
-		wrmsr(0x1B, (((u64)value(c) << 32 | value(c)) & ~0x100ull) | bsp);
+		base_write(c, (((u64)value(c) << 32 | value(c)) & ~0x100ull) | bsp);
 		break;
 	case 5:
 		apic_sane(c);
@@ -1031,6 +1054,20 @@ static void summary(void)
 	       tramp.hits, tramp.hits_sipi, tramp.hits_start, gdt_region.hits_sipi, gdt_region.hits_start);
 }
 
+/* The end of a seed by the guest's own act, not a failure: AP i stopped
+ * with its APIC hardware-disabled (an INIT, the fuzz's own or a garbled
+ * message's, landed as it disabled it), where neither INIT nor SIPI
+ * reaches it, under KVM too (kvm_irq_delivery_to_apic skips an APIC that
+ * is not kvm_apic_present), so nothing can start it again. Status 5; the
+ * host side checks govmm's view agrees (tests/guestfuzz_test.go). */
+static void stopped_apic_off(int i)
+{
+	serial_sane();
+	summary();
+	printf("END fuzz: CPU %d stopped with its APIC hardware-disabled (seed=%u)\n", i, seed);
+	vm_exit(2);
+}
+
 static void monitor(struct cpu *m, u64 now)
 {
 	repair_low();
@@ -1042,13 +1079,20 @@ static void monitor(struct cpu *m, u64 now)
 		struct cpu *c = &cpu[i];
 		if (c == m || parked & 1u << i)
 			continue;
-		if (c->ops != c->last_ops) {
-			c->last_ops = c->ops, c->stale = 0;
+		/* A start is a beat too: a CPU the last restart started and
+		 * that has not made its first access yet is not INITed again
+		 * (seed 1006 of a 30-minute run: the second restart's INIT
+		 * landed as the CPU disabled its APIC on its way up, and the
+		 * SIPI after it found the APIC disabled). */
+		if (c->ops != c->last_ops || c->started != c->last_started) {
+			c->last_ops = c->ops, c->last_started = c->started, c->stale = 0;
 			continue;
 		}
 		c->stale++;                     /* half-second periods without a beat */
 		if (i && (c->stale == 3 || c->stale == 6 || c->stale == 9))
 			restart(m, i);          /* not the BSP: INIT would reset the machine */
+		if (i && c->stale >= 12 && c->apic_off)
+			stopped_apic_off(i);
 		if (c->stale >= 12) {
 			serial_sane();
 			die("heartbeat", "CPU %d made no access for 6 s and did not come back after %s; its xAPIC ID last seen %u (seed=%u)", i,
@@ -1133,10 +1177,7 @@ static void restartee(struct cpu *c)
 {
 	apic_sane(c);
 	if (one_in(c, 4)) {
-		u64 bsp = rdmsr(0x1B) & 0x100;
-		wrmsr(0x1B, bsp | 0xFEE00000u);
-		wrmsr(0x1B, bsp | 0xFEE00000u | 0x800);
-		apic_learn(c);
+		to_xapic(c);
 		apic_reg(c, APIC_SVR, 0x1FF);
 		apic_reg(c, APIC_ID, (0x20u + (u32)(c - cpu)) << 24);
 		apic_learn(c);                                  /* reads it back: c->xid */
@@ -1201,15 +1242,14 @@ static void fuzz_cpu(int idx)
 		restartee(c);
 	apic_sane(c);                       /* x2APIC where there is one */
 	if (c->x2 && one_in(c, 2)) {        /* or back to xAPIC through disabled */
-		u64 bsp = rdmsr(0x1B) & 0x100;
-		wrmsr(0x1B, bsp | 0xFEE00000u);
-		wrmsr(0x1B, bsp | 0xFEE00000u | 0x800);
-		apic_learn(c);
+		to_xapic(c);
 		apic_reg(c, APIC_SVR, 0x1FF);
 	}
 	if (__builtin_setjmp(c->jb)) {
 		if (mon_owner == (u32)(c - cpu + 1))
 			mon_owner = 0;          /* the trap hit the monitor */
+		if (c->apic_off)
+			apic_learn(c);          /* an APIC_BASE write that faulted changed nothing */
 	}
 	c->jb_ok = 1;
 	for (;;) {
