@@ -41,7 +41,10 @@ func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
 	case msr == MSRAPICBase:
 		return Effect{}, a.SetBase(v)
 	case msr == MSRTSCDeadline:
-		a.writeTSCDeadline(v)
+		// The bus clock's TSC: right where the guest TSC is the host's
+		// plus a fixed offset (tests). govmm's vCPUs read KVM's and call
+		// WriteTSCDeadline (vmm/lapic.go).
+		a.WriteTSCDeadline(v, a.bus.clock.TSC())
 		return Effect{}, nil
 	case msr < MSRX2APICFirst || msr > MSRX2APICLast:
 		return Effect{}, ErrGP

@@ -205,9 +205,23 @@ func (a *LAPIC) readTSCDeadline() uint64 {
 	return a.t.tscDL
 }
 
-// writeTSCDeadline arms (or with 0 disarms) the TSC-deadline timer. It is
-// ignored unless the LVT timer is in TSC-deadline mode, as in KVM.
-func (a *LAPIC) writeTSCDeadline(v uint64) {
+// WriteTSCDeadline writes IA32_TSC_DEADLINE, judged against tsc, the
+// guest's TSC at the write as KVM has it: armed (or with 0 disarmed),
+// firing at once when v is at or before tsc. It is ignored unless the LVT
+// timer is in TSC-deadline mode, as in KVM.
+//
+// Why the caller reads the TSC: KVM's own LAPIC compares with
+// kvm_read_l1_tsc, the vCPU's TSC under its current offset
+// (start_sw_tscdeadline, arch/x86/kvm/lapic.c). On a host whose TSC KVM
+// finds unstable (the nested AMD-V host says so as it starts), KVM moves
+// that offset at every vcpu_load: the guest TSC resumes where it stopped
+// and then catches up with kernel time (kvm_arch_vcpu_load,
+// kvm_guest_time_update). The host TSC plus an offset measured once drifted
+// from it by 20 ms and up to 250 ms there, so a deadline a tick ahead could
+// look already past: fired at once, re-armed by the guest, fired again, a
+// timer interrupt per entry and a guest that no longer advances (what
+// stop 37's CI's two boots that never ended looked like; not proven).
+func (a *LAPIC) WriteTSCDeadline(v, tsc uint64) {
 	b := a.bus
 	a.mu.Lock()
 	if a.mode == ModeDisabled || a.timerMode() != TimerTSCDeadline {
@@ -217,7 +231,7 @@ func (a *LAPIC) writeTSCDeadline(v uint64) {
 	a.t.armed, a.t.tscDL = false, v
 	notify := false
 	if v != 0 {
-		now, tsc := b.clock.Now(), b.clock.TSC()
+		now := b.clock.Now()
 		if v <= tsc {
 			a.t.tscDL = 0
 			notify = a.localDeliverLocked(lvtTimer)

@@ -249,3 +249,28 @@ func TestTimerTSCDeadline(t *testing.T) {
 		t.Fatalf("snapshot %+v", s.Timer)
 	}
 }
+
+// WriteTSCDeadline judges a deadline against the TSC its caller read (the
+// vCPU's, as KVM has it), not the bus clock's: a deadline ahead of the
+// guest's TSC arms for the difference even where the clock's TSC has passed
+// it, and one at or behind the guest's TSC fires at once even where the
+// clock's has not reached it.
+func TestTSCDeadlineAgainstGuestTSC(t *testing.T) {
+	b, a := timerBus(t)
+	wr(t, a, RegLVTTimer, 2<<17|0x32)
+	guest := b.clock.TSC() - 20_000_000 // the guest's TSC 20 ms behind the clock's
+	a.WriteTSCDeadline(guest+4_000_000, guest)
+	expectFire(t, b, 0x32, false)
+	if ns, ok := a.TimerDeadline(); !ok || ns != b.clock.Now()+4_000_000 {
+		t.Fatalf("deadline a tick ahead of the guest's TSC: %d %v, want armed at now+4ms", ns, ok)
+	}
+	b.clock.advance(4_000_000)
+	a.Tick()
+	expectFire(t, b, 0x32, true)
+	ahead := b.clock.TSC() + 20_000_000 // the guest's TSC ahead of the clock's
+	a.WriteTSCDeadline(ahead-1, ahead)
+	expectFire(t, b, 0x32, true)
+	if _, ok := a.TimerDeadline(); ok {
+		t.Fatal("a deadline behind the guest's TSC left armed")
+	}
+}

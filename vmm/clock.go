@@ -8,8 +8,12 @@ import (
 )
 
 // hostClock is the LAPIC timers' clock: monotonic time since the VM was
-// made, and the guest TSC, which is the host TSC plus the offset KVM gave
-// the vCPUs (measured once; govmm sets no TSC scaling or per-vCPU offset).
+// made, and a model of the guest TSC, the host TSC plus the offset KVM
+// gave the vCPUs (measured once; govmm sets no TSC scaling or per-vCPU
+// offset). The model is right only where KVM keeps that offset: on a host
+// whose TSC it finds unstable it moves it at every vcpu_load, so a TSC
+// deadline is judged against the vCPU's TSC read from KVM at the write
+// (lapicRanges.deadline), not against this.
 type hostClock struct {
 	start     time.Time
 	tscOffset uint64

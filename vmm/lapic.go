@@ -34,7 +34,7 @@ func (l lapicRanges) register(b *exitbus.Bus) error {
 	}, {
 		Space: exitbus.MSR, Base: vlapic.MSRTSCDeadline, Len: 1, Name: "TSC_DEADLINE", PerCPU: true, Filter: true,
 		Cause:   exitbus.ReadWrite(exitcause.MSRTSCDeadlineRead, exitcause.MSRTSCDeadlineWrite),
-		Handler: exitbus.HandlerFunc(l.msr),
+		Handler: exitbus.HandlerFunc(l.deadline),
 	}, {
 		Space: exitbus.MSR, Base: vlapic.MSRAPICBase, Len: 1, Name: "APIC_BASE", PerCPU: true, Filter: true,
 		Cause:   exitbus.ReadWrite(exitcause.MSRAPICBaseRead, exitcause.MSRAPICBaseWrite),
@@ -70,7 +70,7 @@ func (l lapicRanges) page(a *exitbus.Access) error {
 	return nil
 }
 
-// msr serves an access to an x2APIC MSR or TSC_DEADLINE.
+// msr serves an access to an x2APIC MSR.
 func (l lapicRanges) msr(a *exitbus.Access) (err error) {
 	if a.Write {
 		_, err = l.apics.LAPIC(a.CPU).WriteMSR(uint32(a.Addr), a.Value)
@@ -78,6 +78,26 @@ func (l lapicRanges) msr(a *exitbus.Access) (err error) {
 		a.Value, err = l.apics.LAPIC(a.CPU).ReadMSR(uint32(a.Addr))
 	}
 	return err
+}
+
+// deadline serves an access to TSC_DEADLINE. A write is judged against
+// the guest's TSC as KVM has it now (a host-initiated KVM_GET_MSRS of
+// IA32_TSC on the exiting vCPU: its current offset), as KVM's own LAPIC
+// does; vlapic.LAPIC.WriteTSCDeadline says why the host TSC plus an offset
+// measured once is not that.
+func (l lapicRanges) deadline(a *exitbus.Access) error {
+	lapic := l.apics.LAPIC(a.CPU)
+	if !a.Write {
+		var err error
+		a.Value, err = lapic.ReadMSR(vlapic.MSRTSCDeadline)
+		return err
+	}
+	tsc, err := a.VCPU.KVM().GetMSR(msrTSC)
+	if err != nil {
+		return fmt.Errorf("reading the guest TSC for a TSC deadline: %w", err)
+	}
+	lapic.WriteTSCDeadline(a.Value, tsc)
+	return nil
 }
 
 // base serves an access to APIC_BASE, whose accepted value KVM keeps too.
