@@ -219,8 +219,8 @@ storm: guests
 # the in-guest fuzzer (guest/baremetal/fuzz.c, TestGuestFuzz) on 4 vCPUs
 # under the race detector, one seed after another (FUZZ_SEEDTIME seconds
 # each, from FUZZ_SEED) for FUZZTIME (60s unless given: FUZZTIME=30m for
-# the long run), INIT and SIPI included (make test's run passes init=0,
-# and FUZZ_ARGS=init=0 here does the same). Inside the nested AMD-V host
+# the long run), INIT and SIPI included, as in make test's run
+# (FUZZ_ARGS=init=0 leaves them out). Inside the nested AMD-V host
 # without hardware virtualization. A failing seed
 # is printed with the govmm run command that replays it.
 FUZZ_SEED     ?= 1000
