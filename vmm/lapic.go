@@ -92,6 +92,10 @@ func (l lapicRanges) deadline(a *exitbus.Access) error {
 		a.Value, err = lapic.ReadMSR(vlapic.MSRTSCDeadline)
 		return err
 	}
+	if a.Value == 0 { // disarms: no TSC to compare with
+		lapic.WriteTSCDeadline(0, 0)
+		return nil
+	}
 	tsc, err := a.VCPU.KVM().GetMSR(msrTSC)
 	if err != nil {
 		return fmt.Errorf("reading the guest TSC for a TSC deadline: %w", err)
