@@ -463,22 +463,24 @@ static void base_write(struct cpu *c, u64 v)
 	wrmsr(0x1B, v);
 }
 
-/* Through disabled to xAPIC at the reset base, BSP flag kept. */
-static void to_xapic(struct cpu *c)
+/* Through disabled to xAPIC at the reset base, BSP flag kept; returns
+ * that flag. */
+static u64 to_xapic(struct cpu *c)
 {
 	u64 bsp = rdmsr(0x1B) & 0x100;
 	base_write(c, bsp | 0xFEE00000u);
 	base_write(c, bsp | 0xFEE00000u | 0x800);
 	apic_learn(c);
+	return bsp;
 }
 
 /* The APIC back to a state the monitor can send with: disable, xAPIC at
  * the reset base, x2APIC if there is one, software enabled. */
 static void apic_sane(struct cpu *c)
 {
-	to_xapic(c);
+	u64 bsp = to_xapic(c);
 	if (x2avail) {
-		base_write(c, (rdmsr(0x1B) & 0x100) | 0xFEE00000u | 0xC00);
+		base_write(c, bsp | 0xFEE00000u | 0xC00);
 		apic_learn(c);
 	}
 	if (c->x2)
@@ -1012,17 +1014,20 @@ static void repair_low(void)
  * x2APIC sender's destination below 256 reaches an xAPIC CPU by its
  * xAPIC ID: KVM's kvm_apic_match_physical_addr). Not at 0 or 0xFF: the
  * BSP's ID (a machine reset) and the broadcast. */
+static void init_sipi(struct cpu *m, u32 dest)
+{
+	icr_write(m, 0x4500, dest);
+	icr_write(m, 0x0600 | TRAMPOLINE >> 12, dest);
+}
+
 static void restart(struct cpu *m, u32 id)
 {
 	apic_sane(m);
 	u32 xid = cpu[id].xid;
 	__atomic_or_fetch(&booting, 1u << id, __ATOMIC_SEQ_CST);
-	icr_write(m, 0x4500, id);
-	icr_write(m, 0x0600 | TRAMPOLINE >> 12, id);
-	if (xid != id && xid != 0 && xid < 0xFF) {
-		icr_write(m, 0x4500, xid);
-		icr_write(m, 0x0600 | TRAMPOLINE >> 12, xid);
-	}
+	init_sipi(m, id);
+	if (xid != id && xid != 0 && xid < 0xFF)
+		init_sipi(m, xid);
 	total_restarts++;
 }
 
