@@ -115,12 +115,14 @@ build: deps
 	@mkdir -p $(dir $(BIN))
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/govmm
 
-# The minimal C VMM that is the floor of 'govmm bench-exits' (bench/floor).
+# The minimal C VMM that is the floor of 'govmm bench-exits' and of
+# 'govmm bench-rtt' (bench/floor: the exit floor and the IPI floor).
 FLOORVMM := $(CACHE)/bin/floorvmm
+FLOOR_SRC := $(wildcard bench/floor/*.c)
 floorvmm: $(FLOORVMM)
-$(FLOORVMM): bench/floor/floorvmm.c $(CACHE)/.test-deps
+$(FLOORVMM): $(FLOOR_SRC) $(wildcard bench/floor/*.h) $(CACHE)/.test-deps
 	@mkdir -p $(dir $@)
-	gcc -O2 -Wall -Wextra -o $@ $<
+	gcc -O2 -Wall -Wextra -pthread -o $@ $(FLOOR_SRC)
 
 # The main job: boot govmm's Linux guest (x2APIC cluster mode with
 # interrupt remapping, 2 vCPUs) on govmm's own APICs and print the boot
@@ -273,7 +275,7 @@ bench-exits: build guests floorvmm $(if $(USE_NESTED),nested-deps)
 # floor VMM built static (Bochs's L1 is a busybox), side by side there.
 bench-exits-vtx: build guests nested-deps
 	@mkdir -p $(VTX_DIR) && CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
-	@gcc -O2 -static -o $(VTX_DIR)/floorvmm bench/floor/floorvmm.c
+	@gcc -O2 -static -pthread -o $(VTX_DIR)/floorvmm $(FLOOR_SRC)
 	@$(BIN) nested --host intel --timeout 60m --file $(VTX_DIR) --file $(GUESTS) -- \
 	  $(VTX_DIR)/govmm bench-exits --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --guest $(GUESTS)/floor.elf \
 	  --out /tmp/bench-exits $(or $(BENCH_EXITS_FLAGS),--count 2000 --reps 3)
@@ -283,7 +285,7 @@ bench-exits-vtx: build guests nested-deps
 # reference there. BENCH_RTT_FLAGS replaces the small default.
 bench-rtt-vtx: build guests nested-deps
 	@mkdir -p $(VTX_DIR) && CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
-	@gcc -O2 -static -o $(VTX_DIR)/floorvmm bench/floor/floorvmm.c
+	@gcc -O2 -static -pthread -o $(VTX_DIR)/floorvmm $(FLOOR_SRC)
 	@$(BIN) nested --host intel --timeout 120m --file $(VTX_DIR) --file $(GUESTS) -- \
 	  $(VTX_DIR)/govmm bench-rtt --qemu '' --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --guest $(GUESTS)/rtt.elf \
 	  --out /tmp/bench-rtt $(or $(BENCH_RTT_FLAGS),--modes x2apic-phys --delivery plain --rounds 200 --reps 1)

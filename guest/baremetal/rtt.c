@@ -18,32 +18,46 @@
  * receiver is back in HLT before the next IPI. Other APs (if any) halt
  * with nothing sent to them. Each section prints
  *   # rtt receiver=halted|spinning mode=M rounds=R gap=G cycles_total=0xT cycles_min=A cycles_max=B
- * and the guest passes when every IPI was acknowledged exactly once. */
+ * and the guest passes when every IPI was acknowledged exactly once. The
+ * round trips themselves are rttloop.S's, the same instructions the floor
+ * C VMM (bench/floor) runs: the sender's loop, the receiver's wait and the
+ * handler, installed in the IDT directly. */
 #include "apicmode.h"
 
 const char guest_name[] = "rtt";
 
 #define V_RTT 0x50
 
-static volatile u32 acks;               /* handler runs on the receiver */
-static volatile u32 spin_mode, spinning, ready;
-static u32 pv_bitmap[2] __attribute__((aligned(8)));
+/* rttloop.S: the round trip's code, shared with the floor C VMM. */
+extern volatile u32 rtt_acks, rtt_spin;
+extern void (*rtt_eoi)(void);
+extern u32 rtt_send_kind, rtt_send_dest, rtt_send_lo;
+u64 rtt_measure(u32 rounds, u32 gap, u32 minmax[2]);
+void rtt_receive(void) __attribute__((noreturn));
+void rtt_isr(void), rtt_eoi_x2apic(void), rtt_eoi_xapic(void);
 
-static void on_rtt(struct frame *f)
-{
-	(void)f;
-	eoi_pv(this_cpu());
-	acks++;
-}
+extern u64 idt[256];
 
-static void send_rtt(void)
+static volatile u32 ready;               /* APs set up */
+
+/* With pveoi the handler's EOI is Linux's PV EOI (no exit when govmm set
+ * the bit); without, rttloop.S's own, as under the floor VMM. */
+static void eoi_pveoi(void) { eoi_pv(this_cpu()); }
+
+/* The send as the mode has it, and the handler in the IDT directly (the
+ * same instructions as under the floor VMM, not rt's C dispatch). */
+static void setup_rtt(void)
 {
 	if (mode == PV) {
-		pv_bitmap[0] = 1u << 1;
-		pv_send_ipi(V_RTT, 1, pv_bitmap);
-		return;
+		rtt_send_kind = 2;      /* the bitmap names APIC ID 1 */
+	} else {
+		rtt_send_kind = x2apic ? 0 : 1;
+		rtt_send_dest = logical ? logical_id(1) : 1;
+		rtt_send_lo = (logical ? ICR_LOGICAL : 0) | V_RTT;
 	}
-	icr_to(1, V_RTT);
+	rtt_eoi = pveoi ? eoi_pveoi : x2apic ? rtt_eoi_x2apic : rtt_eoi_xapic;
+	u32 a = (u32)rtt_isr;
+	idt[V_RTT] = (a & 0xffff) | 0x08u << 16 | (u64)((a & 0xffff0000) | 0x8E00) << 32;
 }
 
 static void ap_main(int idx)
@@ -53,53 +67,36 @@ static void ap_main(int idx)
 	if (cpu_apicid[idx] != 1)
 		for (;;)
 			asm volatile("sti; hlt");
-	for (;;) {
-		if (spin_mode) {        /* section 2: stay in guest code, IF=1 */
-			sti();
-			spinning = 1;
-			while (spin_mode)
-				pause();
-			spinning = 0;
-		}
-		asm volatile("sti; hlt");
-	}
+	rtt_receive();
 }
 
 /* One section of rounds round trips, and its line. */
-static void measure(u32 sec, const char *receiver, u32 rounds, u64 gap)
+static void measure(u32 sec, const char *receiver, u32 rounds, u32 gap)
 {
-	u64 total = 0, lo = ~0ull, hi = 0;
-	u32 base = acks;
+	u32 mm[2];
+	u32 base = rtt_acks;
 	section(sec);
-	for (u32 r = 0; r < rounds; r++) {
-		u64 t0 = rdtsc();
-		send_rtt();
-		while (acks != base + r + 1)
-			pause();
-		u64 d = rdtsc() - t0;
-		total += d;
-		lo = d < lo ? d : lo;
-		hi = d > hi ? d : hi;
-		delay(gap);
-	}
+	u64 total = rtt_measure(rounds, gap, mm);
 	section(0);
 	/* No 64-bit division here (no libgcc): the total goes out in hex. */
 	printf("# rtt receiver=%s mode=%s rounds=%u gap=%u cycles_total=0x%x%08x cycles_min=%u cycles_max=%u\n",
-	       receiver, mode_names[mode], rounds, (u32)gap, (u32)(total >> 32), (u32)total, (u32)lo, (u32)hi);
+	       receiver, mode_names[mode], rounds, gap, (u32)(total >> 32), (u32)total, mm[0], mm[1]);
 	delay(gap);
-	check(acks == base + rounds, "every round trip acknowledged once", "%u acks for %u IPIs", acks - base, rounds);
+	check(rtt_acks == base + rounds, "every round trip acknowledged once", "%u acks for %u IPIs", rtt_acks - base, rounds);
 }
 
 void test_main(void)
 {
 	mode_parse();
 	u32 rounds = param_u32("rounds", 200);
-	u64 gap = param_u32("gap", 100000);
+	u32 gap = param_u32("gap", 100000);
 	mode_require();
 	if (ncpus < 2)
 		die("cpus", "rtt needs 2 vCPUs or more, has %u", ncpus);
-	isr_table[V_RTT] = on_rtt;
+	if (rounds == 0)
+		die("rounds", "rounds=0: want 1 or more");
 	setup_bsp();
+	setup_rtt();
 	smp_boot(ap_main);
 	if (!WAIT(ready == (u32)ncpus - 1, 60))
 		die("ap bring-up", "%u of %u APs ready", ready, ncpus - 1);
@@ -109,10 +106,9 @@ void test_main(void)
 	printf("ok %u cpus up, mode %s, receiver APIC ID 1\n", ncpus, mode_names[mode]);
 	delay(gap);
 	measure(1, "halted", rounds, gap);
-	spin_mode = 1;
-	send_rtt();                     /* leave hlt, then spin */
-	if (!WAIT(spinning, 10))
-		die("spin", "the receiver does not spin");
+	rtt_spin = 1;                   /* one round trip, untimed, outside the */
+	u32 mm[2];                      /* sections: wakes the receiver into its spin */
+	rtt_measure(1, gap, mm);
 	measure(2, "spinning", rounds, gap);
-	spin_mode = 0;
+	rtt_spin = 0;
 }
