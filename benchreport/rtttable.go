@@ -108,7 +108,7 @@ type RTTTable struct {
 // vsKVM is row r's mean round trip over the in-kernel LAPIC's for the same
 // mode and receiver (0: no such row).
 func (t *RTTTable) vsKVM(r RTTRow) float64 {
-	if r.Delivery == KVMLAPIC {
+	if reference(r) {
 		return 0
 	}
 	for _, o := range t.Rows {
@@ -122,6 +122,32 @@ func (t *RTTTable) vsKVM(r RTTRow) float64 {
 // KVMLAPIC is the delivery path of the reference rows: KVM's in-kernel
 // local APIC, under QEMU.
 const KVMLAPIC = "kvm-lapic"
+
+// FloorIPI is the delivery path of the IPI floor's rows: the minimal C
+// VMM's user-space APIC (bench/floor) running rtt.elf's round-trip code.
+const FloorIPI = "floor-ipi"
+
+// reference reports whether r is a reference row, not one of govmm's.
+func reference(r RTTRow) bool { return r.Delivery == KVMLAPIC || r.Delivery == FloorIPI }
+
+// xapicICR reports whether rtt.elf's mode m writes the ICR as xAPIC MMIO
+// (else as an x2APIC MSR: the x2APIC modes and govmm's PV send-IPI).
+func xapicICR(m string) bool { return strings.HasPrefix(m, "xapic") }
+
+// vsFloorIPI is row r's mean round trip over the IPI floor's for the same
+// receiver and the same kind of ICR access (x2APIC MSR or xAPIC MMIO), 0
+// without one.
+func (t *RTTTable) vsFloorIPI(r RTTRow) float64 {
+	if reference(r) {
+		return 0
+	}
+	for _, o := range t.Rows {
+		if o.Delivery == FloorIPI && o.Receiver == r.Receiver && o.Rounds > 0 && xapicICR(o.GuestMode) == xapicICR(r.GuestMode) {
+			return r.CyclesPerRTT() / o.CyclesPerRTT()
+		}
+	}
+	return 0
+}
 
 // AtFloor is what r's exits per round trip (sender's and receiver's)
 // would cost at the floor, in cycles; 0 without a floor.
@@ -157,17 +183,20 @@ func (t *RTTTable) WriteMarkdown(w io.Writer) {
 
 // WriteTable writes the Markdown table alone.
 func (t *RTTTable) WriteTable(w io.Writer) {
-	writeHeader(w, "llllrrrrrlrrrrr", "mode", "delivery", "receiver", "halt poll", "round trips", "cycles/round trip",
+	writeHeader(w, "llllrrrrrlrrrrrr", "mode", "delivery", "receiver", "halt poll", "round trips", "cycles/round trip",
 		"vs poll off", "sender exits/RT", "receiver exits/RT", "receiver exits by cause, per RT",
-		"its exits at the floor, cycles", "RT / that", "vs KVM's in-kernel LAPIC", "polls (hits)", "µs polled/RT")
+		"its exits at the floor, cycles", "RT / that", "vs the IPI floor", "vs KVM's in-kernel LAPIC", "polls (hits)", "µs polled/RT")
 	for _, r := range t.Rows {
 		vs := ""
 		if v := t.vsPollOff(r); v > 0 && r.HaltPoll != "off" {
 			vs = strconv.FormatFloat(v, 'f', 2, 64)
 		}
-		floor, over, kvm := "", "", ""
+		floor, over, kvm, ipi := "", "", "", ""
 		if v := t.vsKVM(r); v > 0 {
 			kvm = strconv.FormatFloat(v, 'f', 2, 64)
+		}
+		if v := t.vsFloorIPI(r); v > 0 {
+			ipi = strconv.FormatFloat(v, 'f', 2, 64)
 		}
 		if f := t.AtFloor(r); f > 0 && r.Delivery != KVMLAPIC {
 			floor, over = fmt.Sprintf("%.0f", f), fmt.Sprintf("%.2f", r.CyclesPerRTT()/f)
@@ -176,9 +205,9 @@ func (t *RTTTable) WriteTable(w io.Writer) {
 		if r.Delivery == KVMLAPIC {
 			exits = [2]string{"–", "–"} // QEMU's exits are not govmm's to count
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
 			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), vs, exits[0],
-			exits[1], r.RecvCauses(), floor, over, kvm, r.Polls, r.PollHits, r.PolledPerRTT())
+			exits[1], r.RecvCauses(), floor, over, ipi, kvm, r.Polls, r.PollHits, r.PolledPerRTT())
 	}
 }
 
@@ -187,13 +216,13 @@ func (t *RTTTable) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"mode", "guest_mode", "delivery", "receiver", "halt_poll", "rounds", "cycles", "cycles_min", "cycles_max",
 		"cycles_per_rtt", "vs_poll_off", "sender_exits", "receiver_exits", "sender_exits_per_rtt", "receiver_exits_per_rtt",
-		"receiver_exits_by_cause", "at_floor_cycles", "vs_kvm_lapic", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
+		"receiver_exits_by_cause", "at_floor_cycles", "vs_floor_ipi", "vs_kvm_lapic", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, r := range t.Rows {
 		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
 			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
-			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), f(t.vsKVM(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
+			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), f(t.vsFloorIPI(r)), f(t.vsKVM(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
 	}
 	cw.Flush()
 	return cw.Error()

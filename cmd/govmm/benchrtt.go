@@ -45,13 +45,15 @@ type rttBench struct {
 	poll              time.Duration
 	guest             []byte
 	floor             *floorBench // measures the exit floor; nil: not measured
+	ipiBlob           string      // rttloop.bin, the IPI floor's guest; "": no IPI floor
 	qemu              string      // QEMU, for the in-kernel LAPIC reference; "": none
 	guestPath         string
 	timeout           time.Duration
 	progress          io.Writer
 }
 
-func rttGuestPath() string { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
+func rttGuestPath() string      { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
+func rttFloorBlobPath() string { return filepath.Join(filepath.Dir(ipiGuestPath()), "rttloop.bin") }
 
 // cmdBenchRTT is 'govmm bench-rtt': IPI round trips in each mode and
 // delivery path, halted and spinning receiver, halt polling on and off.
@@ -71,6 +73,7 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 	total, i := len(b.modes)*len(b.deliveries)*2*b.reps, 0
 	var refFailures []string
 	for _, m := range b.modes {
+		var floorIPI [2]benchreport.RTTRow // the floor VMM's, run after each of govmm's reps
 		for _, del := range b.deliveries {
 			// Side by side: the runs with polling on and off alternate,
 			// reps times, and each case's runs merge into one row.
@@ -87,8 +90,14 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 					fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
 						i, total, m, del, onOff(poll), rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
 				}
+				if err := b.floorIPI(m, &floorIPI); err != nil {
+					return 0, err
+				}
 			}
 			tab.Rows = append(tab.Rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
+		}
+		if floorIPI[0].Reps > 0 {
+			tab.Rows = append(tab.Rows, floorIPI[0], floorIPI[1])
 		}
 		if b.qemu != "" && m != "pv" { // QEMU has no govmm PV send-IPI
 			if ref, err := b.reference(m); err != nil {
@@ -126,6 +135,7 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	qemu := fs.String("qemu", "qemu-system-x86_64", "QEMU, to run the same guest under KVM's in-kernel LAPIC for reference (only if found; \"\" for none)")
 	floorVMM := fs.String("floor", floorVMMPath(), "the minimal C VMM whose exit cost is the floor column ('make floorvmm'); \"\" for none")
 	blob := fs.String("blob", floorBlobPath(), "the floor loop for the C VMM ('make guests')")
+	ipiBlob := fs.String("ipi-blob", rttFloorBlobPath(), "the round trip for the C VMM's IPI floor ('make guests'); \"\" for no IPI floor")
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -156,6 +166,12 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	if *floorVMM != "" {
 		if b.floor, err = newFloorBench(*floorVMM, *blob, "/dev/kvm", 5000); err != nil {
 			return nil, "", err
+		}
+		if *ipiBlob != "" {
+			if _, err := os.Stat(*ipiBlob); err != nil {
+				return nil, "", fmt.Errorf("cannot find rttloop.bin, the IPI floor's guest (run 'make guests'): %w", err)
+			}
+			b.ipiBlob = *ipiBlob
 		}
 	}
 	return b, *out, nil
@@ -282,4 +298,44 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
 		return r, nil
 	})
+}
+
+// floorIPIKinds are the modes the IPI floor has, by the floor VMM's kind:
+// physical destinations, the ICR as an x2APIC MSR or xAPIC MMIO writes.
+var floorIPIKinds = map[string]string{"x2apic-phys": "ipi-x2apic", "xapic-phys": "ipi-xapic"}
+
+var reFloorIPI = regexp.MustCompile(`(?m)^floor-ipi kind=(\S+) receiver=(\w+) rounds=(\d+) gap=\d+ cycles=(\d+) min=(\d+) max=(\d+) ` +
+	`sender_exits=(\d+) receiver_exits=(\d+) kicks=(\d+) wakeups=(\d+) windows=(\d+)$`)
+
+// floorIPI runs the IPI floor (the floor VMM on rttloop.bin, the same
+// round-trip code as rtt.elf's) once in mode, if the floor has it, and adds
+// its halted and spinning round trips to rows.
+func (b *rttBench) floorIPI(mode string, rows *[2]benchreport.RTTRow) error {
+	kind, ok := floorIPIKinds[mode]
+	if b.floor == nil || b.ipiBlob == "" || !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.floor.floorVMM, "-k", b.floor.kvmPath, b.ipiBlob, kind, strconv.Itoa(b.rounds), strconv.Itoa(b.gap))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("the IPI floor (%s %s): %v: %s", filepath.Base(b.floor.floorVMM), kind, err, strings.TrimSpace(string(out)))
+	}
+	ms := reFloorIPI.FindAllStringSubmatch(string(out), -1)
+	if len(ms) != 2 || ms[0][2] != "halted" || ms[1][2] != "spinning" {
+		return fmt.Errorf("the IPI floor (%s): want a halted and a spinning line, got:\n%s", kind, out)
+	}
+	for i, m := range ms {
+		u := func(j int) uint64 { v, _ := strconv.ParseUint(m[j], 10, 64); return v }
+		r := benchreport.RTTRow{Mode: mode, GuestMode: ipiBenchModes[mode], Delivery: benchreport.FloorIPI, Receiver: m[2],
+			HaltPoll: "off", Rounds: u(3), Cycles: u(4), MinCycles: u(5), MaxCycles: u(6), SenderExits: u(7), RecvExits: u(8),
+			Kicks: u(9), Wakeups: u(10)}
+		r.RecvByCause = map[string]uint64{"kick": r.Kicks, "hlt": r.Wakeups, "window": u(11)}
+		r.RecvByCause["eoi"] = r.RecvExits - min(r.RecvExits, r.Kicks+r.Wakeups+u(11))
+		rows[i].Add(r)
+	}
+	fmt.Fprintf(b.progress, "%s on the IPI floor (C VMM): halted %.0f cycles/RT, spinning %.0f\n",
+		mode, rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
+	return nil
 }
