@@ -25,7 +25,19 @@ func TestRTTRowsMerge(t *testing.T) {
 	if got := on.RecvCauses(); got != "hlt 1, msr_x2apic_eoi_write 1" {
 		t.Errorf("causes %q", got)
 	}
-	tab := &RTTTable{Rows: []RTTRow{on, off}, FloorPerExit: 10}
+	// The IPI floor's row for x2APIC ICR writes: on's ratio to it, and
+	// none for an xAPIC row (another ICR access) or for the floor's own.
+	floor := RTTRow{Mode: "x2apic-phys", GuestMode: "x2apic-phys", Delivery: FloorIPI, Receiver: "halted", HaltPoll: "off",
+		Rounds: 20, Cycles: 1500, SenderExits: 20, RecvExits: 40}
+	xapic := on
+	xapic.Mode, xapic.GuestMode = "xapic-phys", "xapic-phys"
+	tab := &RTTTable{Rows: []RTTRow{on, off, floor, xapic}, FloorPerExit: 10}
+	if v := tab.vsFloorIPI(on); v != 2 {
+		t.Errorf("vs the IPI floor %v, want 150/75 = 2", v)
+	}
+	if v, w := tab.vsFloorIPI(xapic), tab.vsFloorIPI(floor); v != 0 || w != 0 {
+		t.Errorf("vs the IPI floor: xAPIC row %v, the floor's own %v, want none", v, w)
+	}
 	if v := tab.vsPollOff(on); v != 0.5 {
 		t.Errorf("vs poll off %v, want 0.5", v)
 	}
@@ -34,7 +46,7 @@ func TestRTTRowsMerge(t *testing.T) {
 	}
 	var b strings.Builder
 	tab.WriteMarkdown(&b)
-	if !strings.Contains(b.String(), "| x2apic-phys | plain | halted | on | 20 | 150 | 0.50 | 1 | 2 | hlt 1, msr_x2apic_eoi_write 1 | 30 | 5.00 |  | 20 (12) | 3.0 |") {
+	if !strings.Contains(b.String(), "| x2apic-phys | plain | halted | on | 20 | 150 | 0.50 | 1 | 2 | hlt 1, msr_x2apic_eoi_write 1 | 30 | 5.00 | 2.00 |  | 20 (12) | 3.0 |") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }

@@ -52,7 +52,7 @@ type rttBench struct {
 	progress          io.Writer
 }
 
-func rttGuestPath() string      { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
+func rttGuestPath() string     { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
 func rttFloorBlobPath() string { return filepath.Join(filepath.Dir(ipiGuestPath()), "rttloop.bin") }
 
 // cmdBenchRTT is 'govmm bench-rtt': IPI round trips in each mode and
