@@ -287,8 +287,8 @@ bench-rtt-vtx: build guests nested-deps
 	@mkdir -p $(VTX_DIR) && CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
 	@gcc -O2 -static -pthread -o $(VTX_DIR)/floorvmm $(FLOOR_SRC)
 	@$(BIN) nested --host intel --timeout 120m --file $(VTX_DIR) --file $(GUESTS) -- \
-	  $(VTX_DIR)/govmm bench-rtt --qemu '' --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --guest $(GUESTS)/rtt.elf \
-	  --out /tmp/bench-rtt $(or $(BENCH_RTT_FLAGS),--modes x2apic-phys --delivery plain --rounds 200 --reps 1)
+	  $(VTX_DIR)/govmm bench-rtt --qemu '' --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --ipi-blob $(GUESTS)/rttloop.bin \
+	  --guest $(GUESTS)/rtt.elf --out /tmp/bench-rtt $(or $(BENCH_RTT_FLAGS),--modes x2apic-phys,xapic-phys --delivery plain --rounds 200 --reps 1)
 
 # virtio-blk against the image read directly on the host, same pattern, one
 # run (scripts/bench-blk.sh): IOPS ratio, exits and device-interrupt exits
