@@ -15,6 +15,11 @@ type stallProbe struct {
 	inGuest func() int      // vCPUs in guest mode now
 	dump    func(io.Writer) // every vCPU's state (vm.Dump)
 	every   time.Duration   // how often to look
+	// ticks, when not nil, replaces a ticker of every, and now the wall
+	// clock the watch starts from (tests): each look is a tick, at the
+	// tick's time, as a ticker's are.
+	ticks <-chan time.Time
+	now   func() time.Time
 }
 
 func vmStallProbe(vm *vmm.VM) stallProbe {
@@ -49,25 +54,33 @@ func watchStall(p stallProbe, after time.Duration, w io.Writer, stop <-chan stru
 	if after <= 0 {
 		return
 	}
-	t := time.NewTicker(p.every)
-	defer t.Stop()
-	last, since := p.exits(), time.Now()
+	ticks, start := p.ticks, p.now
+	if ticks == nil {
+		t := time.NewTicker(p.every)
+		defer t.Stop()
+		ticks = t.C
+	}
+	if start == nil {
+		start = time.Now
+	}
+	last, since := p.exits(), start()
 	for {
+		var now time.Time
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case now = <-ticks:
 		}
 		if n := p.exits(); n != last {
-			last, since = n, time.Now()
+			last, since = n, now
 			continue
 		}
-		if time.Since(since) < after {
+		if now.Sub(since) < after {
 			continue
 		}
 		g := p.inGuest()
 		if g == 0 {
-			since = time.Now() // all halted or waiting: an idle guest, not a stuck one
+			since = now // all halted or waiting: an idle guest, not a stuck one
 			continue
 		}
 		fmt.Fprintf(w, "govmm: no exit from any vCPU for %v with %d of them in guest mode: the guest looks stuck; its vCPUs now:\n",
