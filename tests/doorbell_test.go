@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/govmm/govmm/exitcause"
-	"github.com/govmm/govmm/vmm"
 )
 
 // TestDoorbellForgery: user code that rings the SYSCALL doorbell without
@@ -17,7 +16,8 @@ import (
 // write from CPL0, as syscall_doorbell_forged, and only the 3 genuine
 // SYSCALLs as syscall_doorbell.
 func TestDoorbellForgery(t *testing.T) {
-	if !vmm.HostEmulates() {
+	needKVM(t)
+	if !hostEmulates(t) {
 		t.Skip("SKIP: with hardware virtualization govmm does not offer the doorbell")
 	}
 	g := runGuest(t, "doorbell.elf", 1, true, "")

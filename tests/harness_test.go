@@ -46,6 +46,23 @@ func needKVM(t testing.TB) {
 	f.Close()
 }
 
+// hostEmulates is vmm.HostEmulates for the tests of the paths govmm
+// takes only on a host that interprets guest kernel code (kvm_pvm's). make
+// test runs them on this machine's /dev/kvm when it is kvm_pvm's, with
+// GOVMM_EXPECT_EMULATION=1: there a probe that finds no emulation fails
+// them, instead of letting them skip or take the hardware branch.
+func hostEmulates(t testing.TB) bool {
+	t.Helper()
+	if vmm.HostEmulates() {
+		return true
+	}
+	if os.Getenv("GOVMM_EXPECT_EMULATION") == "1" {
+		_, err := vmm.Host()
+		t.Fatalf("GOVMM_EXPECT_EMULATION=1 (make test found kvm_pvm's /dev/kvm here), but govmm's probe finds a host that does not interpret guest kernel code (probe error: %v)", err)
+	}
+	return false
+}
+
 // guestRun is one finished guest.
 type guestRun struct {
 	Console string

@@ -25,7 +25,7 @@ func TestInt3Recovery(t *testing.T) {
 func testInt3(t *testing.T, n int) {
 	g := runGuest(t, "int3.elf", n, true, int3Cmdline())
 	want := uint64(0) // hardware virtualization runs int3 itself
-	if vmm.HostEmulates() {
+	if hostEmulates(t) {
 		want = 3
 	}
 	if got := exits(g.Report.Total, exitcause.RecoverInt3); got != want {
@@ -60,7 +60,7 @@ func int3Cmdline() string {
 // stops the VM with one clear error naming it, its bytes and the RIP.
 func TestUnhandledInstruction(t *testing.T) {
 	needKVM(t)
-	if !vmm.HostEmulates() {
+	if !hostEmulates(t) {
 		t.Skip("SKIP: on hardware virtualization pxor in the guest is a #UD, not an emulation failure")
 	}
 	_, res, console := runGuestRaw(t, "int3.elf", vmm.Config{CPUs: 1, Cmdline: "bad=1"}, time.Minute)

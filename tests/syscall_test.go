@@ -40,7 +40,7 @@ func TestSyscallDoorbell(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			g := runGuest(t, "syscall.elf", n, true, syscallCmdline())
 			var want, wantForged, wantArm uint64
-			if vmm.HostEmulates() {
+			if hostEmulates(t) {
 				want, wantForged, wantArm = 2, 1, 1
 			}
 			if got := exits(g.Report.CPUs[0], exitcause.SyscallDoorbell); got != want {
@@ -55,7 +55,8 @@ func TestSyscallDoorbell(t *testing.T) {
 		})
 	}
 	t.Run("off", func(t *testing.T) {
-		if !vmm.HostEmulates() {
+		needKVM(t)
+		if !hostEmulates(t) {
 			t.Skip("SKIP: with hardware virtualization SYSCALL works without the doorbell")
 		}
 		vm, res, console := runGuestRaw(t, "syscall.elf", vmm.Config{CPUs: 1, SyscallDoorbell: vmm.DoorbellOff}, time.Minute)

@@ -26,7 +26,7 @@ func TestXSAVEFamily(t *testing.T) {
 	}
 	g := runGuest(t, "xsave.elf", 1, true, "")
 	tot := g.Report.Total
-	if !vmm.HostEmulates() {
+	if !hostEmulates(t) {
 		for _, c := range []exitcause.Cause{exitcause.RecoverXSAVE, exitcause.RecoverXRSTOR,
 			exitcause.RecoverXGETBV, exitcause.RecoverXSETBV, exitcause.RecoverXStateFault} {
 			if n := exits(tot, c); n != 0 {
