@@ -91,6 +91,7 @@ var Allowed = []Syscall{
 	{"gettimeofday", "the clock where the vDSO falls back"},
 	{"sched_yield", "the Go runtime (osyield)"},
 	{"sched_getaffinity", "the Go runtime"},
+	{"sched_setaffinity", "--cpu-affinity: each vCPU thread pins itself as it starts"},
 	{"getrandom", "the Go runtime and crypto (the dashboard's HTTP)"},
 	{"rt_sigaction", "the Go runtime's and os/signal's handlers"},
 	{"rt_sigprocmask", "the Go runtime (new threads, signal masks)"},

@@ -48,10 +48,9 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 			}
 		}
 		slept = true
-		select {
-		case <-v.wake:
-			v.sleptNow()
-		case <-v.done:
+		v.wake.sleep()
+		v.sleptNow()
+		if v.stopped() {
 			return vlapic.Pending{}, false
 		}
 	}
@@ -59,7 +58,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 
 // pollWake spins until a wake-up signal comes or the poll window, counted
 // from start, ends; it says whether one came (and takes it). Every wake-up
-// arrives as that signal (Notify, after the sender set IRR or posted to
+// arrives as that wake-up (Notify, after the sender set IRR or posted to
 // the AVIC page; the LAPIC timer's host timer, which syncTimer armed, also
 // notifies), so the spin reads one channel length and the clock, and takes
 // no lock a sender needs. Polls and their time are counted.
@@ -71,17 +70,12 @@ func (v *VCPU) pollWake(start int64) bool {
 	t0 := v.clock.Now()
 	v.counts.HaltPollBegan() // after t0: whoever sees the poll counted sees it timed from before
 	stop, now := start+int64(win), t0
-	for len(v.wake) == 0 && now < stop {
+	for !v.wake.pending() && now < stop {
 		now = v.clock.Now()
 	}
 	// The poll's end is now, not the loop's last clock read: a thread
 	// descheduled between that read and the signal polled until now.
 	now = v.clock.Now()
 	v.counts.HaltPollEnded(uint64(max(now-t0, 0)))
-	select {
-	case <-v.wake:
-		return true
-	default:
-		return false
-	}
+	return v.wake.take()
 }

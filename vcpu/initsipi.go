@@ -124,10 +124,9 @@ func (v *VCPU) waitSIPI() error {
 			v.counts.Woke()
 			return nil
 		}
-		select {
-		case <-v.wake:
-			v.sleptNow()
-		case <-v.done:
+		v.wake.sleep()
+		v.sleptNow()
+		if v.stopped() {
 			return errStop
 		}
 	}

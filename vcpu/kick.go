@@ -4,7 +4,6 @@
 package vcpu
 
 import (
-	"os"
 	"os/signal"
 	"sync"
 
@@ -14,17 +13,23 @@ import (
 	"github.com/govmm/govmm/vlapic"
 )
 
-// kickSignal interrupts KVM_RUN on a vCPU thread. Go's runtime must have a
-// handler for it (else the default action kills the process) and the handler
-// must not be SIG_IGN (an ignored signal never interrupts KVM_RUN), so it is
-// routed to a channel nobody reads: deliveries to a full channel are dropped.
+// kickSignal interrupts KVM_RUN on a vCPU thread. It needs a handler (the
+// default action kills the process) that is not SIG_IGN (an ignored signal
+// never interrupts KVM_RUN): Go's runtime installs its own for SIGUSR1 at
+// start-up, and as long as no one asked for the signal with os/signal's
+// Notify, that handler returns at once for a signal sent with tgkill
+// (runtime/signal_unix.go, sighandler: not wanted by sigsend, not ignored,
+// neither _SigKill nor _SigThrow). Notify must not be used: each kick would
+// then also wake os/signal's goroutine on another thread to hand the
+// signal to a channel nobody reads, a thread wake-up per IPI to a running
+// vCPU. Reset undoes a Notify or Ignore of it anywhere in the process.
 const kickSignal = unix.SIGUSR1
 
 var kickOnce sync.Once
 
 func installKickHandler() {
 	kickOnce.Do(func() {
-		signal.Notify(make(chan os.Signal, 1), kickSignal)
+		signal.Reset(kickSignal)
 	})
 }
 
@@ -90,12 +95,7 @@ const kickTries = 100
 // tgkill is unix.Tgkill, replaced in tests.
 var tgkill = unix.Tgkill
 
-func (v *VCPU) wakeUp() {
-	select {
-	case v.wake <- struct{}{}:
-	default:
-	}
-}
+func (v *VCPU) wakeUp() { v.wake.wake() }
 
 // kickCause tells a kick that brought work (an interrupt, NMI, INIT or
 // SIPI to act on, or the VM's end) from one that raced an exit and found

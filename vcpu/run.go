@@ -19,6 +19,13 @@ func (v *VCPU) Run() error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	v.tid.Store(int32(unix.Gettid()))
+	if v.hostCPU >= 0 {
+		var set unix.CPUSet
+		set.Set(v.hostCPU)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return &Error{v.id, fmt.Errorf("pinning the vCPU thread to host CPU %d: %w", v.hostCPU, err)}
+		}
+	}
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 

@@ -54,6 +54,11 @@ type Config struct {
 	// blocking before it yields to Go's scheduler (yield.go); 0 never
 	// yields.
 	YieldEvery uint64
+	// Pin pins the vCPU's thread to host CPU HostCPU (--cpu-affinity):
+	// the thread never moves, so KVM never reloads the vCPU's state on
+	// another CPU (kvm_arch_vcpu_load); unset, the kernel places it.
+	Pin     bool
+	HostCPU int
 	// Signature is CPUID.1 EAX as the vCPU's CPUID table gives it
 	// (family, model, stepping): RDX after INIT, as KVM's own INIT leaves
 	// it (kvm_vcpu_reset); 0 gives KVM's default, 0x600.
@@ -68,18 +73,19 @@ type Config struct {
 //
 // Concurrency: everything not marked otherwise belongs to the vCPU's own
 // thread. state, kickPending and tid are atomics read by Notify from other
-// threads; wake is a one-slot channel anyone may fill.
+// threads; wake may be woken from any thread (waker).
 type VCPU struct {
-	id     int
-	kvm    Hardware
-	lapic  *vlapic.LAPIC
-	obs    vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
-	counts Counters        // the loop's own events (Config.Counters)
-	bus    *exitbus.Bus
-	acc    exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
-	pveoi  PVEOI
-	clock  vlapic.Clock
-	mem    *memory.Memory
+	id      int
+	kvm     Hardware
+	lapic   *vlapic.LAPIC
+	obs     vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
+	counts  Counters        // the loop's own events (Config.Counters)
+	bus     *exitbus.Bus
+	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	pveoi   PVEOI
+	clock   vlapic.Clock
+	mem     *memory.Memory
+	hostCPU int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastBlock (host TSC) pace yieldIfDue.
 	yieldEvery, lastBlock uint64
 	done                  <-chan struct{}
@@ -90,7 +96,7 @@ type VCPU struct {
 	kickPending atomic.Bool
 	tid         atomic.Int32
 	pid         int
-	wake        chan struct{}
+	wake        waker
 	dumpTo      atomic.Pointer[io.Writer]
 	syms        func() *ksyms.Table
 
@@ -128,14 +134,17 @@ type VCPU struct {
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, obs: c.LAPIC.Observer(), counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), wake: make(chan struct{}, 1), poll: haltpoll.New(c.HaltPoll)}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
 	}
 	if v.counts == nil {
 		v.counts = NopCounters{}
 	}
-	v.sig, v.yieldEvery = c.Signature, c.YieldEvery
+	v.sig, v.yieldEvery, v.hostCPU = c.Signature, c.YieldEvery, -1
+	if c.Pin {
+		v.hostCPU = c.HostCPU
+	}
 	if v.sig == 0 {
 		v.sig = 0x600
 	}
@@ -144,6 +153,13 @@ func New(id int, c Config) *VCPU {
 	}
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
+	if v.done != nil {
+		// The VM's end wakes a sleeping thread, which then sees it.
+		go func() {
+			<-v.done
+			v.wakeUp()
+		}()
+	}
 	return v
 }
 

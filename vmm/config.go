@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/ksyms"
@@ -118,6 +120,10 @@ type Config struct {
 	// host gives govmm CPUs (HaltPolling), where a polling thread would
 	// take a CPU a runnable vCPU needs.
 	HaltPoll time.Duration
+	// CPUAffinity pins vCPU i's thread to host CPU CPUAffinity[i %
+	// len(CPUAffinity)] (--cpu-affinity, as Cloud Hypervisor's --cpus
+	// affinity= and libvirt's vcpupin); empty: the kernel places them.
+	CPUAffinity []int
 	// Watchdog is how long a vCPU may serve one exit, or a device one
 	// request, before the watchdog ends the VM as stuck (watchdog.go);
 	// 0: DefaultWatchdog, negative: no watchdog.
@@ -200,7 +206,28 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("--disk %s: %v", c.Disk.Path, err)
 		}
 	}
+	if err := CheckAffinity(c.CPUAffinity); err != nil {
+		return err
+	}
 	return checkDoorbell(c.SyscallDoorbell, HostEmulates())
+}
+
+// CheckAffinity refuses a --cpu-affinity list naming a host CPU this
+// process may not run on (its affinity mask, sched_getaffinity).
+func CheckAffinity(cpus []int) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("--cpu-affinity: cannot read this process's CPUs: %v", err)
+	}
+	for _, c := range cpus {
+		if c < 0 || c >= len(set)*64 || !set.IsSet(c) {
+			return fmt.Errorf("--cpu-affinity: host CPU %d is not one this process may run on (%d of them: see taskset -p $$)", c, set.Count())
+		}
+	}
+	return nil
 }
 
 // checkHost checks the vCPU count against this host's KVM (maxCPUs,

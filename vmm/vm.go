@@ -311,7 +311,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
-	vm.obs = accounting.NewObserver(vm.acct, vm.clock)
+	vm.obs = accounting.NewObserver(vm.acct, newStampClock(vm.clock.tscHz))
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
 	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
@@ -356,7 +356,11 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
-			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery)}
+			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
+			Pin: len(vm.cfg.CPUAffinity) > 0}
+		if cfg.Pin {
+			cfg.HostCPU = vm.cfg.CPUAffinity[i%len(vm.cfg.CPUAffinity)]
+		}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot

@@ -27,6 +27,11 @@ void floor_vm_create(struct floor_vm *vm, const char *kvmpath, const char *blob)
  * protected mode and regs; returns its fd and maps its kvm_run. */
 int floor_vcpu_create(struct floor_vm *vm, int id, const struct kvm_regs *regs, struct kvm_run **run);
 
+/* floor_parse_affinity reads -c's list of host CPUs; floor_pin pins the
+ * calling thread to vCPU id's (nothing without -c). */
+void floor_parse_affinity(const char *list);
+void floor_pin(int id);
+
 /* floor_ipi runs the IPI floor (flooripi.c): kind 0 x2APIC, 1 xAPIC. */
 int floor_ipi(struct floor_vm *vm, const char *name, int kind, unsigned long rounds, unsigned long gap);
 #endif

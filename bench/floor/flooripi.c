@@ -254,6 +254,7 @@ static void *vcpu_loop(void *arg)
 {
 	struct vcpu *v = arg;
 	atomic_store(&v->tid, (pid_t)syscall(SYS_gettid));
+	floor_pin(v->id);
 	while (!atomic_load(&done)) {
 		inject(v);
 		atomic_store(&v->state, GUEST);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,31 @@
 #include <unistd.h>
 
 #include "floor.h"
+
+static int affinity[64], naffinity;
+
+void floor_parse_affinity(const char *list)
+{
+	for (const char *p = list; *p;) {
+		char *end;
+		long c = strtol(p, &end, 10);
+		if (end == p || c < 0 || c >= CPU_SETSIZE || (*end && *end != ',') || naffinity == 64)
+			die("-c %s: want a comma-separated list of host CPUs", list);
+		affinity[naffinity++] = (int)c;
+		p = *end ? end + 1 : end;
+	}
+}
+
+void floor_pin(int id)
+{
+	if (naffinity == 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(affinity[id % naffinity], &set);
+	if (sched_setaffinity(0, sizeof set, &set) < 0)
+		die("pinning vCPU %d to host CPU %d: %s", id, affinity[id % naffinity], strerror(errno));
+}
 
 void die(const char *fmt, ...)
 {

@@ -4,7 +4,10 @@
  * exits to user space for the same reasons govmm asks for (floorvm.c).
  * Whatever govmm's exits and IPIs cost above this is govmm's own.
  *
- *   floorvmm [-k /dev/kvm] BLOB KIND COUNT [GAP]
+ *   floorvmm [-k /dev/kvm] [-c CPU,...] BLOB KIND COUNT [GAP]
+ *
+ * -c pins vCPU i's thread to the i-th CPU of the list (modulo its length),
+ * as govmm's --cpu-affinity does.
  *
  * KIND port, mmio or msr: the exit floor. BLOB is floorloop.bin, one vCPU;
  * the run loop is KVM_RUN and a switch on the exit reason that answers the
@@ -82,11 +85,16 @@ static unsigned long number(const char *s, const char *what, unsigned long lo)
 int main(int argc, char **argv)
 {
 	static const char *const kinds[] = {"port", "mmio", "msr", "ipi-x2apic", "ipi-xapic"};
-	const char *kvmpath = "/dev/kvm";
-	if (argc > 2 && strcmp(argv[1], "-k") == 0)
-		kvmpath = argv[2], argc -= 2, argv += 2;
+	const char *kvmpath = "/dev/kvm", *affinity = NULL;
+	while (argc > 2 && (strcmp(argv[1], "-k") == 0 || strcmp(argv[1], "-c") == 0)) {
+		if (argv[1][1] == 'k')
+			kvmpath = argv[2];
+		else
+			affinity = argv[2];
+		argc -= 2, argv += 2;
+	}
 	if (argc != 4 && argc != 5)
-		die("usage: floorvmm [-k /dev/kvm] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]");
+		die("usage: floorvmm [-k /dev/kvm] [-c CPU,...] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]");
 	int kind = -1;
 	for (int i = 0; i < 5; i++)
 		if (strcmp(argv[2], kinds[i]) == 0)
@@ -100,7 +108,10 @@ int main(int argc, char **argv)
 
 	struct floor_vm vm;
 	floor_vm_create(&vm, kvmpath, argv[1]);
+	if (affinity)
+		floor_parse_affinity(affinity);
 	if (kind >= 3)
 		return floor_ipi(&vm, argv[2], kind - 3, count, gap);
+	floor_pin(0);
 	return exit_floor(&vm, argv[2], kind, count);
 }

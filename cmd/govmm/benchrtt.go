@@ -46,7 +46,9 @@ type rttBench struct {
 	guest             []byte
 	floor             *floorBench // measures the exit floor; nil: not measured
 	ipiBlob           string      // rttloop.bin, the IPI floor's guest; "": no IPI floor
-	qemu              string      // QEMU, for the in-kernel LAPIC reference; "": none
+	affinity          []int       // --cpu-affinity: host CPUs of the vCPU threads, govmm's and the floor's
+	affinityFlag      string
+	qemu              string // QEMU, for the in-kernel LAPIC reference; "": none
 	guestPath         string
 	timeout           time.Duration
 	progress          io.Writer
@@ -110,8 +112,8 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 		}
 	}
-	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --reps %d --gap %d --halt-poll %v` (%s, %v).\n\n%s",
-		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.reps, b.gap, b.poll,
+	tab.Note = fmt.Sprintf("Produced by `govmm bench-rtt --modes %s --delivery %s --rounds %d --reps %d --gap %d --halt-poll %v --cpu-affinity=%s` (%s, %v).\n\n%s",
+		strings.Join(b.modes, ","), strings.Join(b.deliveries, ","), b.rounds, b.reps, b.gap, b.poll, b.affinityFlag,
 		time.Now().UTC().Format("2006-01-02"), time.Since(start).Round(time.Second), rttBenchNote)
 	if len(refFailures) > 0 {
 		tab.Note += "\n\nKVM's in-kernel LAPIC reference did not pass on this host, so it has no rows for: " +
@@ -138,14 +140,18 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	ipiBlob := fs.String("ipi-blob", rttFloorBlobPath(), "the round trip for the C VMM's IPI floor ('make guests'); \"\" for no IPI floor")
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
+	affinity := fs.String("cpu-affinity", "", "pin vCPU i's thread to host CPU LIST[i mod its length], under govmm and the IPI floor alike (e.g. 0,1); empty: the kernel places them")
 	if err := parseNoArgs(fs, args); err != nil {
 		return nil, "", err
 	}
-	b := &rttBench{rounds: *rounds, gap: *gap, reps: *reps, poll: *poll, timeout: *timeout, progress: stderr}
+	cpus, err := parseCPUList("--cpu-affinity", *affinity)
+	if err != nil {
+		return nil, "", err
+	}
+	b := &rttBench{affinity: cpus, affinityFlag: *affinity, rounds: *rounds, gap: *gap, reps: *reps, poll: *poll, timeout: *timeout, progress: stderr}
 	if b.rounds < 1 || b.reps < 1 || b.gap < 0 || b.poll <= 0 {
 		return nil, "", fmt.Errorf("--rounds and --reps must be at least 1, --gap at least 0 and --halt-poll above 0")
 	}
-	var err error
 	if b.modes, err = parseIPIModes(*modeList); err != nil {
 		return nil, "", err
 	}
@@ -259,7 +265,7 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	}
 	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: 2, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
-		PVEOI: delivery == "pveoi", AVIC: delivery == "avic"}
+		PVEOI: delivery == "pveoi", AVIC: delivery == "avic", CPUAffinity: b.affinity}
 	if poll {
 		cfg.HaltPoll = b.poll
 	}
@@ -317,7 +323,11 @@ func (b *rttBench) floorIPI(mode string, rows *[2]benchreport.RTTRow) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.floor.floorVMM, "-k", b.floor.kvmPath, b.ipiBlob, kind, strconv.Itoa(b.rounds), strconv.Itoa(b.gap))
+	args := []string{"-k", b.floor.kvmPath, b.ipiBlob, kind, strconv.Itoa(b.rounds), strconv.Itoa(b.gap)}
+	if b.affinityFlag != "" {
+		args = append([]string{"-c", b.affinityFlag}, args...)
+	}
+	cmd := exec.CommandContext(ctx, b.floor.floorVMM, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("the IPI floor (%s %s): %v: %s", filepath.Base(b.floor.floorVMM), kind, err, strings.TrimSpace(string(out)))

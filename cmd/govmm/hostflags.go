@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
@@ -10,7 +12,8 @@ import (
 
 // addHostFlags adds the flags that force what govmm otherwise decides from
 // the host probe (govmm host): --syscall-doorbell and --tsc-deadline; and
-// --halt-poll, the bound on halt polling (vmm.Config.HaltPoll). The
+// --halt-poll, the bound on halt polling (vmm.Config.HaltPoll); and
+// --cpu-affinity, where the vCPU threads run (vmm.Config.CPUAffinity). The
 // returned func sets them in cfg after parsing.
 func addHostFlags(fs *flag.FlagSet) func(cfg *vmm.Config) error {
 	db := fs.String("syscall-doorbell", "auto",
@@ -19,16 +22,38 @@ func addHostFlags(fs *flag.FlagSet) func(cfg *vmm.Config) error {
 		"advertise TSC-deadline mode: auto (only where a guest's TSC_DEADLINE writes reach govmm), on or off")
 	poll := fs.Duration("halt-poll", vmm.DefaultHaltPoll,
 		"longest a halted vCPU's thread polls for a wake-up before it sleeps, adapting per vCPU as KVM's halt polling does; 0 turns it off (it is off anyway with more vCPUs than host CPUs)")
+	affinity := fs.String("cpu-affinity", "",
+		"pin vCPU i's thread to host CPU LIST[i mod its length] (comma-separated host CPUs, e.g. 0,1), as production VMMs pin theirs; empty: the kernel places them")
 	return func(cfg *vmm.Config) error {
+		var err error
+		if cfg.CPUAffinity, err = parseCPUList("--cpu-affinity", *affinity); err != nil {
+			return err
+		}
 		if *poll < 0 {
 			return fmt.Errorf("--halt-poll=%v: want a duration of 0 (off) or more", *poll)
 		}
 		cfg.HaltPoll = *poll
-		var err error
 		if cfg.SyscallDoorbell, err = vmm.ParseDoorbell(*db); err != nil {
 			return err
 		}
 		cfg.TSCDeadline, err = hostprobe.ParseSetting("--tsc-deadline", *tsc)
 		return err
 	}
+}
+
+// parseCPUList reads a comma-separated list of host CPUs ("" is none),
+// checked against this process's CPUs (vmm.CheckAffinity).
+func parseCPUList(flagName, s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var cpus []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%s=%s: %q is not a host CPU number", flagName, s, f)
+		}
+		cpus = append(cpus, n)
+	}
+	return cpus, vmm.CheckAffinity(cpus)
 }
