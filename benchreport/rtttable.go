@@ -27,6 +27,11 @@ type RTTRow struct {
 	MinCycles uint64 // the fastest one
 	MaxCycles uint64 // the slowest one
 
+	// The receiver's own counts in the section (rtt.elf's, independent of
+	// the VMM's): the HLTs it executed, its EOIs that exit (an x2APIC or
+	// xAPIC EOI write) and those PV EOI completed without one.
+	GuestHLTs, GuestEOIs, GuestPVEOIs uint64
+
 	SenderExits uint64 // exits of the BSP in the section
 	RecvExits   uint64 // exits of the receiver in the section
 	// RecvByCause is the receiver's exits by cause name (RecvCauses
@@ -52,6 +57,9 @@ func (r *RTTRow) Add(o RTTRow) {
 	r.Rounds += o.Rounds
 	r.Cycles += o.Cycles
 	r.MinCycles, r.MaxCycles = min(r.MinCycles, o.MinCycles), max(r.MaxCycles, o.MaxCycles)
+	r.GuestHLTs += o.GuestHLTs
+	r.GuestEOIs += o.GuestEOIs
+	r.GuestPVEOIs += o.GuestPVEOIs
 	r.SenderExits += o.SenderExits
 	r.RecvExits += o.RecvExits
 	for c, n := range o.RecvByCause {
@@ -216,13 +224,15 @@ func (t *RTTTable) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"mode", "guest_mode", "delivery", "receiver", "halt_poll", "rounds", "cycles", "cycles_min", "cycles_max",
 		"cycles_per_rtt", "vs_poll_off", "sender_exits", "receiver_exits", "sender_exits_per_rtt", "receiver_exits_per_rtt",
-		"receiver_exits_by_cause", "at_floor_cycles", "vs_floor_ipi", "vs_kvm_lapic", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns"})
+		"receiver_exits_by_cause", "at_floor_cycles", "vs_floor_ipi", "vs_kvm_lapic", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns",
+		"guest_hlts", "guest_eois", "guest_pv_eois"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, r := range t.Rows {
 		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
 			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
-			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), f(t.vsFloorIPI(r)), f(t.vsKVM(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos)})
+			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), f(t.vsFloorIPI(r)), f(t.vsKVM(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos),
+			u(r.GuestHLTs), u(r.GuestEOIs), u(r.GuestPVEOIs)})
 	}
 	cw.Flush()
 	return cw.Error()

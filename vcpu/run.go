@@ -17,7 +17,14 @@ import (
 // *Error when this vCPU cannot go on.
 func (v *VCPU) Run() error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// A pinned thread must not go back to Go's pool of threads when the
+	// loop ends (another goroutine, or another VM's vCPU, would run
+	// pinned there): a goroutine that ends locked takes its thread with
+	// it. Threads Go starts meanwhile are not cloned from this one (the
+	// runtime starts them from its template thread for a locked M).
+	if v.hostCPU < 0 {
+		defer runtime.UnlockOSThread()
+	}
 	v.tid.Store(int32(unix.Gettid()))
 	if v.hostCPU >= 0 {
 		var set unix.CPUSet

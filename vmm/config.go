@@ -212,15 +212,22 @@ func (c *Config) Validate() error {
 	return checkDoorbell(c.SyscallDoorbell, HostEmulates())
 }
 
+// startCPUs is the CPUs the process may run on, read at start-up: a
+// thread's mask read later may be a pinned vCPU thread's.
+var startCPUs, startCPUsErr = func() (unix.CPUSet, error) {
+	var set unix.CPUSet
+	return set, unix.SchedGetaffinity(0, &set)
+}()
+
 // CheckAffinity refuses a --cpu-affinity list naming a host CPU this
-// process may not run on (its affinity mask, sched_getaffinity).
+// process may not run on (its affinity mask at start-up).
 func CheckAffinity(cpus []int) error {
 	if len(cpus) == 0 {
 		return nil
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return fmt.Errorf("--cpu-affinity: cannot read this process's CPUs: %v", err)
+	set := startCPUs
+	if startCPUsErr != nil {
+		return fmt.Errorf("--cpu-affinity: cannot read this process's CPUs: %v", startCPUsErr)
 	}
 	for _, c := range cpus {
 		if c < 0 || c >= len(set)*64 || !set.IsSet(c) {

@@ -183,7 +183,8 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	return b, *out, nil
 }
 
-var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)`)
+var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)` +
+	` recv_hlts=(\d+) recv_eois=(\d+) recv_pv_eois=(\d+)`)
 
 // firstLine is s up to its first newline.
 func firstLine(s string) string {
@@ -248,6 +249,9 @@ func rttRows(log string, row func(section int) (benchreport.RTTRow, error)) ([]b
 		r.Cycles, _ = strconv.ParseUint(m[3], 16, 64)
 		r.MinCycles, _ = strconv.ParseUint(m[4], 10, 64)
 		r.MaxCycles, _ = strconv.ParseUint(m[5], 10, 64)
+		r.GuestHLTs, _ = strconv.ParseUint(m[6], 10, 64)
+		r.GuestEOIs, _ = strconv.ParseUint(m[7], 10, 64)
+		r.GuestPVEOIs, _ = strconv.ParseUint(m[8], 10, 64)
 		rows = append(rows, r)
 	}
 	if len(rows) != 2 || rows[0].Receiver != "halted" || rows[1].Receiver != "spinning" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -11,17 +12,21 @@ import (
 )
 
 // TestBenchRTT runs 'govmm bench-rtt' in xAPIC and x2APIC physical mode,
-// plain and AVIC, and checks the CSV: 20 round trips in every case; the
-// sender's exits per round trip exact (xAPIC 3, x2APIC 1: the send and
-// nothing else); a spinning receiver exactly one kick per round trip and
-// one EOI exit (none with AVIC's PV EOI); a halted one its EOIs likewise,
-// woken rather than kicked (but for a round the receiver had not reached
-// HLT yet, which a loaded host makes possible). Halt polling is counted
-// only with it on, and never changes an exit count of the sender.
+// plain and AVIC, and checks the CSV's numbers exactly: 20 round trips in
+// every case; the sender's exits per round trip (xAPIC 3, x2APIC 1: the
+// send and nothing else); the receiver's HLT and EOI exits equal to the
+// HLTs and exiting EOIs rtt.elf's receiver counted itself (independent of
+// govmm's accounting), none with AVIC's PV EOI, whose EOIs the guest saw
+// completed without an exit, one per round trip; a spinning receiver
+// exactly one kick per round trip and no HLT; every IPI to a halted one
+// either woke it or, when a loaded host kept it from reaching HLT in time,
+// kicked it; no other exit. Halt polling is counted only with it on. The
+// IPI floor's rows (the C VMM, run beside govmm) are there for both modes,
+// with the sender's exits the same as govmm's.
 func TestBenchRTT(t *testing.T) {
 	needKVM(t)
 	guest := rttGuestPath()
-	for _, p := range []string{guest, floorVMMPath(), floorBlobPath()} {
+	for _, p := range []string{guest, floorVMMPath(), floorBlobPath(), rttFloorBlobPath()} {
 		if _, err := os.Stat(p); err != nil {
 			t.Skipf("SKIP: %s missing (run 'make guests floorvmm'): %v", p, err)
 		}
@@ -37,9 +42,10 @@ func TestBenchRTT(t *testing.T) {
 		t.Errorf("no progress on stderr:\n%s", stderr.String())
 	}
 	recs, col := readReportCSV(t, out)
-	if len(recs) != 16 {
-		t.Fatalf("%d CSV rows, want 16 (2 modes x 2 deliveries x halt poll on/off x halted/spinning)", len(recs))
+	if len(recs) != 20 {
+		t.Fatalf("%d CSV rows, want 20 (2 modes x (2 deliveries x halt poll on/off + the IPI floor) x halted/spinning)", len(recs))
 	}
+	floors := 0
 	for _, r := range recs {
 		get := func(k string) string { return r[col[k]] }
 		n := func(k string) uint64 {
@@ -50,38 +56,56 @@ func TestBenchRTT(t *testing.T) {
 			return v
 		}
 		name := strings.Join([]string{get("mode"), get("delivery"), get("receiver"), "poll-" + get("halt_poll")}, "/")
-		if n("rounds") != 20 || n("cycles") == 0 || n("cycles_min") > n("cycles_max") {
-			t.Errorf("%s: %s round trips, %s cycles (min %s, max %s)", name, get("rounds"), get("cycles"), get("cycles_min"), get("cycles_max"))
-		}
 		perICR := uint64(1)
 		if get("mode") == "xapic-phys" {
 			perICR = 3
 		}
+		rounds := n("rounds")
+		if get("delivery") == benchreport.FloorIPI {
+			floors++
+			if rounds != 40 || n("cycles") == 0 || n("sender_exits") != rounds*perICR {
+				t.Errorf("%s: %d round trips (want 40: one floor run beside each delivery), %d cycles, %d sender exits",
+					name, rounds, n("cycles"), n("sender_exits"))
+			}
+			continue
+		}
+		if rounds != 20 || n("cycles") == 0 || n("cycles_min") > n("cycles_max") {
+			t.Errorf("%s: %d round trips, %s cycles (min %s, max %s)", name, rounds, get("cycles"), get("cycles_min"), get("cycles_max"))
+		}
 		if got := n("sender_exits"); got != 20*perICR {
 			t.Errorf("%s: sender took %d exits, want exactly %d", name, got, 20*perICR)
 		}
-		causes := get("receiver_exits_by_cause")
-		if get("delivery") == "avic" && strings.Contains(causes, "eoi_write") {
-			t.Errorf("%s: EOI exits with AVIC's PV EOI: %s", name, causes)
+		causes := recvCauses(t, get("receiver_exits_by_cause"), rounds)
+		eoi := causes["msr_x2apic_eoi_write"] + causes["mmio_apic_eoi_write"]
+		hlt, kick := causes["hlt"], causes["kick"]
+		if hlt != n("guest_hlts") || eoi != n("guest_eois") {
+			t.Errorf("%s: govmm counted %d HLT and %d EOI exits, the guest %d HLTs and %d exiting EOIs", name, hlt, eoi, n("guest_hlts"), n("guest_eois"))
 		}
-		if get("delivery") == "plain" && !strings.Contains(causes, "eoi_write 1") {
-			t.Errorf("%s: want one EOI exit per round trip: %s", name, causes)
+		wantPV := uint64(0)
+		if get("delivery") == "avic" {
+			wantPV = 20
+		}
+		if n("guest_pv_eois") != wantPV || n("guest_eois")+n("guest_pv_eois") != 20 {
+			t.Errorf("%s: the guest's EOIs: %d exiting, %d by PV EOI; want %d by PV EOI of 20", name, n("guest_eois"), n("guest_pv_eois"), wantPV)
+		}
+		if sum := hlt + eoi + kick; sum != n("receiver_exits") {
+			t.Errorf("%s: receiver exits %d, of which HLT %d, EOI %d, kick %d: others %v", name, n("receiver_exits"), hlt, eoi, kick, causes)
 		}
 		switch get("receiver") {
 		case "spinning":
-			if !strings.Contains(causes, "kick 1") {
-				t.Errorf("%s: want one kick per round trip: %s", name, causes)
-			}
-			if n("wakeups") != 0 {
-				t.Errorf("%s: a spinning receiver woke %d times", name, n("wakeups"))
+			if kick != 20 || hlt != 0 || n("wakeups") != 0 {
+				t.Errorf("%s: %d kicks, %d HLT exits, %d wake-ups; want 20, 0, 0", name, kick, hlt, n("wakeups"))
 			}
 		case "halted":
-			if n("wakeups") == 0 || n("wakeups") > 20 {
-				t.Errorf("%s: %d wake-ups in 20 round trips", name, n("wakeups"))
+			if n("wakeups")+kick != 20 || n("wakeups") == 0 {
+				t.Errorf("%s: %d wake-ups and %d kicks for 20 IPIs", name, n("wakeups"), kick)
 			}
 		}
 		if f, err := strconv.ParseFloat(get("at_floor_cycles"), 64); err != nil || f <= 0 {
 			t.Errorf("%s: its exits at the floor %q: the floor was not measured", name, get("at_floor_cycles"))
+		}
+		if f, err := strconv.ParseFloat(get("vs_floor_ipi"), 64); err != nil || f <= 0 {
+			t.Errorf("%s: vs the IPI floor %q: the IPI floor was not measured", name, get("vs_floor_ipi"))
 		}
 		if get("halt_poll") == "off" && (n("halt_polls") != 0 || n("halt_poll_ns") != 0) {
 			t.Errorf("%s: %d polls with halt polling off", name, n("halt_polls"))
@@ -90,21 +114,44 @@ func TestBenchRTT(t *testing.T) {
 			t.Errorf("%s: %d polls, %d hits, %d wake-ups", name, n("halt_polls"), n("halt_poll_hits"), n("wakeups"))
 		}
 	}
+	if floors != 4 {
+		t.Errorf("%d IPI floor rows, want 4 (2 modes x halted/spinning)", floors)
+	}
 	if !strings.Contains(stdout.String(), "| x2apic-phys | avic | spinning | on | 20 |") {
 		t.Errorf("table on stdout lacks the x2apic-phys avic spinning line:\n%s", stdout.String())
 	}
 }
 
+// recvCauses reads a receiver_exits_by_cause cell ("hlt 1, kick 0.05", per
+// round trip) back into exit counts for rounds round trips.
+func recvCauses(t *testing.T, cell string, rounds uint64) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	if cell == "" {
+		return m
+	}
+	for _, part := range strings.Split(cell, ", ") {
+		name, per, ok := strings.Cut(part, " ")
+		f, err := strconv.ParseFloat(per, 64)
+		if !ok || err != nil {
+			t.Fatalf("receiver_exits_by_cause %q: bad part %q", cell, part)
+		}
+		m[name] = uint64(math.Round(f * float64(rounds)))
+	}
+	return m
+}
+
 // TestRTTRowsFromConsole: the round-trip lines rtt.elf prints (under govmm
 // or QEMU) become the halted and spinning rows; anything else is an error.
 func TestRTTRowsFromConsole(t *testing.T) {
-	log := "ok 2 cpus up\n# rtt receiver=halted mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x017d78400 cycles_min=300000 cycles_max=900000\n" +
-		"# rtt receiver=spinning mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x0bebc200 cycles_min=200000 cycles_max=700000\nPASS rtt\n"
+	log := "ok 2 cpus up\n# rtt receiver=halted mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x017d78400 cycles_min=300000 cycles_max=900000 recv_hlts=200 recv_eois=199 recv_pv_eois=1\n" +
+		"# rtt receiver=spinning mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x0bebc200 cycles_min=200000 cycles_max=700000 recv_hlts=0 recv_eois=200 recv_pv_eois=0\nPASS rtt\n"
 	rows, err := rttRows(log, func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{Delivery: benchreport.KVMLAPIC}, nil })
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("rows %+v, %v", rows, err)
 	}
 	if rows[0].Receiver != "halted" || rows[0].Rounds != 200 || rows[0].Cycles != 400000000 || rows[0].MinCycles != 300000 ||
+		rows[0].GuestHLTs != 200 || rows[0].GuestEOIs != 199 || rows[0].GuestPVEOIs != 1 || rows[1].GuestHLTs != 0 || rows[1].GuestEOIs != 200 ||
 		rows[1].Receiver != "spinning" || rows[1].Cycles != 200000000 || rows[1].MaxCycles != 700000 || rows[1].Delivery != benchreport.KVMLAPIC {
 		t.Errorf("rows %+v", rows)
 	}

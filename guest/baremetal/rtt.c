@@ -29,7 +29,7 @@ const char guest_name[] = "rtt";
 #define V_RTT 0x50
 
 /* rttloop.S: the round trip's code, shared with the floor C VMM. */
-extern volatile u32 rtt_acks, rtt_spin;
+extern volatile u32 rtt_acks, rtt_hlts, rtt_spin;
 extern void (*rtt_eoi)(void);
 extern u32 rtt_send_kind, rtt_send_dest, rtt_send_lo;
 u64 rtt_measure(u32 rounds, u32 gap, u32 minmax[2]);
@@ -42,7 +42,12 @@ static volatile u32 ready;               /* APs set up */
 
 /* With pveoi the handler's EOI is Linux's PV EOI (no exit when govmm set
  * the bit); without, rttloop.S's own, as under the floor VMM. */
-static void eoi_pveoi(void) { eoi_pv(this_cpu()); }
+static volatile u32 pv_eois;             /* EOIs PV EOI completed without an exit */
+static void eoi_pveoi(void)
+{
+	if (eoi_pv(this_cpu()))
+		pv_eois++;
+}
 
 /* The send as the mode has it, and the handler in the IDT directly (the
  * same instructions as under the floor VMM, not rt's C dispatch). */
@@ -76,11 +81,18 @@ static void measure(u32 sec, const char *receiver, u32 rounds, u32 gap)
 	u32 mm[2];
 	u32 base = rtt_acks;
 	section(sec);
+	u32 hlts = rtt_hlts, acks = rtt_acks, pv = pv_eois;
 	u64 total = rtt_measure(rounds, gap, mm);
+	hlts = rtt_hlts - hlts, acks = rtt_acks - acks, pv = pv_eois - pv;
 	section(0);
-	/* No 64-bit division here (no libgcc): the total goes out in hex. */
-	printf("# rtt receiver=%s mode=%s rounds=%u gap=%u cycles_total=0x%x%08x cycles_min=%u cycles_max=%u\n",
-	       receiver, mode_names[mode], rounds, gap, (u32)(total >> 32), (u32)total, mm[0], mm[1]);
+	/* No 64-bit division here (no libgcc): the total goes out in hex.
+	 * The receiver's own counts, independent of the VMM's: its HLTs and
+	 * its EOIs (each an exit, but those PV EOI completed) between the
+	 * section's markers; a HLT it entered before the last IPI's handler
+	 * returned counts in the next section. */
+	printf("# rtt receiver=%s mode=%s rounds=%u gap=%u cycles_total=0x%x%08x cycles_min=%u cycles_max=%u "
+	       "recv_hlts=%u recv_eois=%u recv_pv_eois=%u\n",
+	       receiver, mode_names[mode], rounds, gap, (u32)(total >> 32), (u32)total, mm[0], mm[1], hlts, acks - pv, pv);
 	delay(gap);
 	check(rtt_acks == base + rounds, "every round trip acknowledged once", "%u acks for %u IPIs", rtt_acks - base, rounds);
 }

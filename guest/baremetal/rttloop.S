@@ -41,8 +41,9 @@
 
 	.data
 	.balign 4
-	.globl rtt_acks, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap
+	.globl rtt_acks, rtt_hlts, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap
 rtt_acks:      .long 0                  /* IPIs the receiver's handler counted */
+rtt_hlts:      .long 0                  /* HLTs the receiver executed */
 rtt_spin:      .long 0                  /* the receiver spins instead of halting */
 rtt_eoi:       .long rtt_eoi_x2apic     /* the handler's EOI: a cdecl function */
 rtt_send_kind: .long 0
@@ -175,7 +176,8 @@ rtt_receive:
 	sti                             /* once: an STI in the loop would hold */
 1:	cmpl $0, rtt_spin               /* off a kick's injection for its shadow */
 	jne 2f                          /* now and then (an interrupt-window exit) */
-	hlt
+	incl rtt_hlts                   /* the receiver's own count of its HLTs: */
+	hlt                             /* with no in-kernel LAPIC each is an exit */
 	jmp 1b
 2:	pause
 	jmp 1b
