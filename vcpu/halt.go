@@ -18,9 +18,9 @@ import (
 func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))
-	start := v.clock.Now()
+	start := v.haltClock.Now()
 	p, woke := v.waitWake(ifFlag, start)
-	v.poll.Done(time.Duration(v.clock.Now()-start), woke)
+	v.poll.Done(time.Duration(v.haltClock.Now()-start), woke)
 	if woke {
 		v.counts.Woke()
 		v.exitFor(p.Fixed && ifFlag, p.Vector, vlapic.ExitHLT) // the HLT exit was the interrupt's
@@ -49,7 +49,6 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 		}
 		slept = true
 		v.wake.sleep()
-		v.sleptNow()
 		if v.stopped() {
 			return vlapic.Pending{}, false
 		}
@@ -67,15 +66,15 @@ func (v *VCPU) pollWake(start int64) bool {
 	if win <= 0 {
 		return false
 	}
-	t0 := v.clock.Now()
+	t0 := v.haltClock.Now()
 	v.counts.HaltPollBegan() // after t0: whoever sees the poll counted sees it timed from before
 	stop, now := start+int64(win), t0
 	for !v.wake.pending() && now < stop {
-		now = v.clock.Now()
+		now = v.haltClock.Now()
 	}
 	// The poll's end is now, not the loop's last clock read: a thread
 	// descheduled between that read and the signal polled until now.
-	now = v.clock.Now()
+	now = v.haltClock.Now()
 	v.counts.HaltPollEnded(uint64(max(now-t0, 0)))
 	return v.wake.take()
 }

@@ -125,7 +125,6 @@ func (v *VCPU) waitSIPI() error {
 			return nil
 		}
 		v.wake.sleep()
-		v.sleptNow()
 		if v.stopped() {
 			return errStop
 		}

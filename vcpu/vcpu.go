@@ -33,6 +33,12 @@ type Config struct {
 	// vCPU runs).
 	Bus   *exitbus.Bus
 	Clock vlapic.Clock
+	// HaltClock times halts and halt polling (nil: Clock). govmm gives
+	// it the TSC-based clock of the accounting's stamps: a halt reads it
+	// at least twice, and where Go's clock read is a system call (the
+	// nested hosts) those reads were a share of every halted IPI's round
+	// trip.
+	HaltClock vlapic.Clock
 	// Mem is guest RAM, for completing instructions with memory operands.
 	Mem *memory.Memory
 	// PVEOI is this vCPU's PV EOI state (package pveoi); nil: none.
@@ -75,19 +81,21 @@ type Config struct {
 // thread. state, kickPending and tid are atomics read by Notify from other
 // threads; wake may be woken from any thread (waker).
 type VCPU struct {
-	id      int
-	kvm     Hardware
-	lapic   *vlapic.LAPIC
-	obs     vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
-	counts  Counters        // the loop's own events (Config.Counters)
-	bus     *exitbus.Bus
-	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
-	pveoi   PVEOI
-	clock   vlapic.Clock
-	mem     *memory.Memory
-	hostCPU int // Config.HostCPU when Config.Pin, else -1
-	// yieldEvery and lastBlock (host TSC) pace yieldIfDue.
-	yieldEvery, lastBlock uint64
+	id     int
+	kvm    Hardware
+	lapic  *vlapic.LAPIC
+	obs    vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
+	counts Counters        // the loop's own events (Config.Counters)
+	bus    *exitbus.Bus
+	acc    exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	pveoi  PVEOI
+	clock  vlapic.Clock
+	// haltClock is Config.HaltClock, or clock.
+	haltClock vlapic.Clock
+	mem       *memory.Memory
+	hostCPU   int // Config.HostCPU when Config.Pin, else -1
+	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
+	yieldEvery, lastYield uint64
 	done                  <-chan struct{}
 	boot                  *EntryState
 	sig                   uint32 // Config.Signature, or 0x600
@@ -137,6 +145,9 @@ func New(id int, c Config) *VCPU {
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll)}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
+	}
+	if v.haltClock = c.HaltClock; v.haltClock == nil {
+		v.haltClock = c.Clock
 	}
 	if v.counts == nil {
 		v.counts = NopCounters{}

@@ -12,8 +12,12 @@ import (
 
 // yieldIfDue reschedules the vCPU goroutine when it has gone yieldEvery
 // cycles of the host's TSC (read with RDTSC: no system call, no clock
-// read) without blocking; a halt or wait-for-SIPI that slept counts as
-// blocking (sleptNow), so a guest that idles never yields.
+// read) since its last yield. A halt's sleep does not count: it is a
+// futex wait, a system call to Go's scheduler like KVM_RUN, which leaves
+// the goroutine on the same scheduling tick (when it was a channel
+// receive, it did not: the goroutine parked and was scheduled anew; with
+// the futex, a receiver that halts between IPIs was preempted by sysmon
+// every 10 ms, its P taken in the middle of its sleep or its KVM_RUN).
 //
 // Why: Go's sysmon (runtime/proc.go, retake) treats a goroutine that has
 // run on one scheduling tick for 10 ms (forcePreemptNS) as running too
@@ -33,7 +37,7 @@ func (v *VCPU) yieldIfDue() {
 	if v.yieldEvery == 0 {
 		return
 	}
-	if tsc()-v.lastBlock >= v.yieldEvery {
+	if tsc()-v.lastYield >= v.yieldEvery {
 		yield()
 		// The goroutine runs on a new scheduling tick from here, not from
 		// when it asked to yield: on a host with many more vCPUs than Ps
@@ -41,15 +45,7 @@ func (v *VCPU) yieldIfDue() {
 		// it every exit after the first yield yielded again (a 1024-vCPU
 		// storm in the nested AMD-V host: 322 vCPU goroutines queued in
 		// Gosched, one of them for 82 s).
-		v.lastBlock = tsc()
-	}
-}
-
-// sleptNow records that the vCPU goroutine has just blocked (a new
-// scheduling tick): the next yield is due yieldEvery from now.
-func (v *VCPU) sleptNow() {
-	if v.yieldEvery != 0 {
-		v.lastBlock = tsc()
+		v.lastYield = tsc()
 	}
 }
 

@@ -21,33 +21,26 @@ func fakeYield(t *testing.T, now *uint64) *int {
 const yieldWait = 1000
 
 // TestYieldIfDue: the loop yields once it has gone yieldEvery TSC cycles
-// without blocking (counted from its last sleep or from when its last yield
-// returned, however long that yield waited), and a sleep in a halt or
-// wait-for-SIPI starts the count again; with yieldEvery 0 it never yields.
+// since its start or since its last yield returned, however long that
+// yield waited; with yieldEvery 0 it never yields.
 func TestYieldIfDue(t *testing.T) {
 	var now uint64
 	yields := fakeYield(t, &now)
 	v := &VCPU{yieldEvery: 100}
 	for _, step := range []struct {
 		now    uint64
-		slept  bool
 		yields int
 	}{
-		{50, false, 0},
-		{100, false, 1}, // 100 cycles since the start; back at 1100
-		{1150, false, 1},
-		{1180, true, 1}, // slept: due again at 1280
-		{1270, false, 1},
-		{1280, false, 2}, // back at 2280
-		{2379, false, 2},
-		{2380, false, 3},
+		{50, 0},
+		{100, 1}, // 100 cycles since the start; back at 1100
+		{1150, 1},
+		{1199, 1},
+		{1200, 2}, // back at 2200
+		{2299, 2},
+		{2300, 3},
 	} {
 		now = step.now
-		if step.slept {
-			v.sleptNow()
-		} else {
-			v.yieldIfDue()
-		}
+		v.yieldIfDue()
 		if *yields != step.yields {
 			t.Fatalf("at TSC %d: %d yields, want %d", step.now, *yields, step.yields)
 		}
@@ -55,9 +48,8 @@ func TestYieldIfDue(t *testing.T) {
 	off := &VCPU{}
 	now = 1 << 40
 	off.yieldIfDue()
-	off.sleptNow()
-	if *yields != 3 || off.lastBlock != 0 {
-		t.Errorf("yieldEvery 0 yielded or kept time: %d yields, lastBlock %d", *yields, off.lastBlock)
+	if *yields != 3 || off.lastYield != 0 {
+		t.Errorf("yieldEvery 0 yielded or kept time: %d yields, lastYield %d", *yields, off.lastYield)
 	}
 }
 

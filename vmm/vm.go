@@ -51,6 +51,9 @@ type VM struct {
 	// traces the PV send-IPI's and the devices' interrupts too.
 	obs   *accounting.Observer
 	clock *hostClock
+	// stamps is the TSC clock of the accounting's latency stamps and of
+	// the vCPUs' halt timing (stampClock).
+	stamps *stampClock
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
 	bus    exitbus.Bus
@@ -311,7 +314,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
-	vm.obs = accounting.NewObserver(vm.acct, newStampClock(vm.clock.tscHz))
+	vm.stamps = newStampClock(vm.clock.tscHz)
+	vm.obs = accounting.NewObserver(vm.acct, vm.stamps)
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
 	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
@@ -355,7 +359,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	})
 	for i := range n {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Counters: &vm.acct.CPUs[i],
-			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, Mem: vm.mem, Done: vm.done, Symbols: syms,
+			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
 			Pin: len(vm.cfg.CPUAffinity) > 0}
 		if cfg.Pin {
