@@ -379,12 +379,17 @@ func TestServePage(t *testing.T) {
 	if r, err := http.Get("http://" + l.Addr().String() + "/nothing"); err != nil || r.StatusCode != 404 {
 		t.Errorf("GET /nothing: %v %v", r.StatusCode, err)
 	}
-	time.Sleep(50 * time.Millisecond) // the sampler runs
-	s.mu.Lock()
-	n := s.ring.n
-	s.mu.Unlock()
-	if n < 2 {
-		t.Errorf("sampler took %d samples in 50ms at 10ms", n)
+	// The sampler runs on its own: two samples come, however slowly the
+	// machine runs it (the deadline only ends a sampler that never does).
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n < 2; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		n = s.ring.n
+		s.mu.Unlock()
+		if n < 2 && time.Now().After(deadline) {
+			t.Errorf("the sampler took %d samples in 10s at 10ms", n)
+			break
+		}
 	}
 	if err := s.Close(); err != nil {
 		t.Error(err)
