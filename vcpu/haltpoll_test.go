@@ -70,10 +70,11 @@ func haltTwiceOn(t *testing.T, p haltpoll.Policy, clk vlapic.Clock, first time.D
 	return a
 }
 
-// startOn is r.start for a rig of one vCPU whose halts are timed on clk.
+// startOn is r.start for a rig of one vCPU whose halts are timed on clk
+// (its halt clock, Config.HaltClock).
 func startOn(r *rig, clk vlapic.Clock) (wait func()) {
 	r.build()
-	r.cpus[0].clock = clk
+	r.cpus[0].haltClock = clk
 	errc := make(chan error, 1)
 	go func() { errc <- r.cpus[0].Run() }()
 	return func() {
