@@ -503,7 +503,11 @@ func total(args []string, w io.Writer) (int, error) {
 		for _, l := range why {
 			fmt.Fprintln(w, l)
 		}
-		fails("%s (packages %s)", strings.Join(failed, ", "), strings.Join(pk, ", "))
+		if len(failed) == 0 { // a build failure, a crash outside any test
+			fails("packages %s", strings.Join(pk, ", "))
+		} else {
+			fails("%s (packages %s)", strings.Join(failed, ", "), strings.Join(pk, ", "))
+		}
 	}
 	if len(noKVM) > 0 && !*allowNoKVM {
 		fails("%d tests skipped for want of /dev/kvm: %s (a run without KVM is one you ask for: make test ALLOW_NO_KVM=1)", len(noKVM), names(noKVM))
