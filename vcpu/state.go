@@ -35,8 +35,9 @@ const (
 	// StateGuest: about to enter or inside KVM_RUN. A new interrupt needs a
 	// kick: immediate_exit plus a signal to the thread.
 	StateGuest
-	// StateHalted: the guest executed HLT; the thread sleeps on its wake
-	// channel until an interrupt it can take arrives.
+	// StateHalted: the guest executed HLT; the thread sleeps on its
+	// wake-up word (a futex, wake.go) until an interrupt it can take
+	// arrives.
 	StateHalted
 	// StateWaitSIPI: after INIT (and for APs from reset) the vCPU waits for
 	// a Startup IPI; only INIT, SIPI and the VM's end wake it.

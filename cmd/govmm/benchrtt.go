@@ -72,35 +72,14 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		fmt.Fprintf(b.progress, "floor: %.0f cycles per x2APIC MSR write exit (minimal C VMM)\n", tab.FloorPerExit)
 	}
-	total, i := len(b.modes)*len(b.deliveries)*2*b.reps, 0
+	prog := &rttProgress{total: len(b.modes) * len(b.deliveries) * 2 * b.reps}
 	var refFailures []string
 	for _, m := range b.modes {
-		var floorIPI [2]benchreport.RTTRow // the floor VMM's, run after each of govmm's reps
-		for _, del := range b.deliveries {
-			// Side by side: the runs with polling on and off alternate,
-			// reps times, and each case's runs merge into one row.
-			var merged [2][2]benchreport.RTTRow // [poll on, off][halted, spinning]
-			for range b.reps {
-				for p, poll := range []bool{true, false} {
-					i++
-					rows, err := b.one(m, del, poll)
-					if err != nil {
-						return 0, fmt.Errorf("%s, %s, halt poll %s: %w", m, del, onOff(poll), err)
-					}
-					merged[p][0].Add(rows[0])
-					merged[p][1].Add(rows[1])
-					fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
-						i, total, m, del, onOff(poll), rows[0].CyclesPerRTT(), rows[1].CyclesPerRTT())
-				}
-				if err := b.floorIPI(m, &floorIPI); err != nil {
-					return 0, err
-				}
-			}
-			tab.Rows = append(tab.Rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
+		rows, err := b.mode(m, prog)
+		if err != nil {
+			return 0, err
 		}
-		if floorIPI[0].Reps > 0 {
-			tab.Rows = append(tab.Rows, floorIPI[0], floorIPI[1])
-		}
+		tab.Rows = append(tab.Rows, rows...)
 		if b.qemu != "" && m != "pv" { // QEMU has no govmm PV send-IPI
 			if ref, err := b.reference(m); err != nil {
 				// govmm's rows stand without it; the table says why the
@@ -120,6 +99,42 @@ func cmdBenchRTT(args []string, stdout, stderr io.Writer) (int, error) {
 			strings.Join(refFailures, "; ") + "."
 	}
 	return 0, writeBenchTable(out, tab, stdout)
+}
+
+// rttProgress numbers govmm's runs on the progress lines ([i/total]).
+type rttProgress struct{ i, total int }
+
+// mode runs every delivery path of mode, reps times with halt polling on
+// and off alternating (side by side), each followed by a run of the IPI
+// floor, and returns the merged rows: each delivery's four, then the
+// floor's two.
+func (b *rttBench) mode(m string, prog *rttProgress) ([]benchreport.RTTRow, error) {
+	var rows []benchreport.RTTRow
+	var floorIPI [2]benchreport.RTTRow // the floor VMM's, run after each of govmm's reps
+	for _, del := range b.deliveries {
+		var merged [2][2]benchreport.RTTRow // [poll on, off][halted, spinning]
+		for range b.reps {
+			for p, poll := range []bool{true, false} {
+				prog.i++
+				run, err := b.one(m, del, poll)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s, halt poll %s: %w", m, del, onOff(poll), err)
+				}
+				merged[p][0].Add(run[0])
+				merged[p][1].Add(run[1])
+				fmt.Fprintf(b.progress, "[%d/%d] %s %s halt-poll %s: halted %.0f cycles/RT, spinning %.0f\n",
+					prog.i, prog.total, m, del, onOff(poll), run[0].CyclesPerRTT(), run[1].CyclesPerRTT())
+			}
+			if err := b.floorIPI(m, &floorIPI); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
+	}
+	if floorIPI[0].Reps > 0 {
+		rows = append(rows, floorIPI[0], floorIPI[1])
+	}
+	return rows, nil
 }
 
 func onOff(b bool) string { return pick(b, "on", "off") }
