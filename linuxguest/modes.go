@@ -92,23 +92,32 @@ func SetConsole(cfg *vmm.Config, console string) error {
 // and fsgsbase found by disassembling govmm's kernel, guest/linux/README.md).
 const EmulatingHostCmdline = "nofsgsbase tsc=reliable clearcpuid=smap,smep,umip,pku,ssse3,popcnt,sse4_1,sse4_2,aes,pclmulqdq,movbe,bmi1,bmi2,rdrand,rdseed,sha_ni,adx,rdtscp,invpcid cryptomgr.notests init_on_alloc=0"
 
+// CheckMode refuses what VMConfig would refuse of mode and cpus, without
+// probing the host.
+func CheckMode(mode string, cpus int, govmmKernel bool) (Mode, error) {
+	m, ok := Modes[mode]
+	switch {
+	case !ok:
+		return m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
+	case !m.X2APIC && cpus > 255:
+		return m, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", cpus)
+	case m.X2APIC && !m.IOMMU && cpus > 255:
+		return m, fmt.Errorf("--x2apic=%s with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", mode, cpus)
+	case m.GovmmKernel && !govmmKernel:
+		return m, fmt.Errorf("--x2apic=%s needs govmm's guest kernel (its patch series provides the mode)", mode)
+	}
+	return m, nil
+}
+
 // VMConfig returns the VM configuration that boots a Linux kernel in
 // mode on cpus vCPUs, or an error naming why the combination is impossible.
 //
 // pvIPI advertises govmm's PV send-IPI; govmm's kernel is then told to use
 // it (govmm.pvipi=on).
 func VMConfig(mode string, cpus int, govmmKernel, pvIPI bool, extra string) (vmm.Config, Mode, error) {
-	m, ok := Modes[mode]
-	if !ok {
-		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s: want off, physical, cluster or mixed", mode)
-	}
-	switch {
-	case !m.X2APIC && cpus > 255:
-		return vmm.Config{}, m, fmt.Errorf("--x2apic=off with %d vCPUs: xAPIC IDs stop at 254", cpus)
-	case m.X2APIC && !m.IOMMU && cpus > 255:
-		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s with %d vCPUs: without interrupt remapping Linux reaches APIC IDs up to 255 only; use cluster or mixed", mode, cpus)
-	case m.GovmmKernel && !govmmKernel:
-		return vmm.Config{}, m, fmt.Errorf("--x2apic=%s needs govmm's guest kernel (its patch series provides the mode)", mode)
+	m, err := CheckMode(mode, cpus, govmmKernel)
+	if err != nil {
+		return vmm.Config{}, m, err
 	}
 	parts := []string{BaseCmdline, ConsoleSerial}
 	if govmmKernel {

@@ -42,7 +42,8 @@ var reIPIBenchCPU = regexp.MustCompile(`govmm-ipibench: \d+ ops per kind, \d+ CP
 func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := benchFlagSet("bench", stderr)
 	cpuList := fs.String("cpus", "2,4", "comma-separated vCPU counts")
-	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi, cluster+avic")
+	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi, cluster+avic; "+
+		"the other commands' names are taken too: xapic, x2apic-phys, x2apic-cluster (as --x2apic's), pv (pv-ipi), +pveoi (+eoi)")
 	ops := fs.Int("ops", 50, "operations per kind")
 	out := fs.String("out", "govmm-bench", "directory for report.md, report.csv and the SVG plots")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
@@ -54,9 +55,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	modes := strings.Split(*modeList, ",")
-	for _, m := range modes {
-		if _, ok := benchModes[m]; !ok {
-			return 0, fmt.Errorf("--modes: unknown mode %q", m)
+	for i, m := range modes {
+		modes[i] = benchModeName(m)
+		if _, ok := benchModes[modes[i]]; !ok {
+			return 0, fmt.Errorf("--modes: unknown mode %q (want off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi or cluster+avic)", m)
 		}
 	}
 	if *ops < 1 {

@@ -142,8 +142,9 @@ func onOff(b bool) string { return pick(b, "on", "off") }
 func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, error) {
 	fs := benchFlagSet("bench-rtt", stderr)
 	modeList := fs.String("modes", "xapic-phys,x2apic-phys,x2apic-cluster,pv",
-		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv")
-	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi, avic")
+		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv; "+
+			"--x2apic's and bench's names are taken too: physical (x2apic-phys), cluster (x2apic-cluster), pv-ipi (pv)")
+	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi (or pv-eoi), avic")
 	rounds := fs.Int("rounds", 500, "round trips per section (rtt.elf rounds=)")
 	reps := fs.Int("reps", 3, "runs of each case, halt polling on and off alternating; a case's runs merge into its row")
 	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")

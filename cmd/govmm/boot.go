@@ -46,7 +46,7 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer vm.Close()
-	jf, err := createJSONReport(o.jsonOut)
+	jf, err := createJSONReport(*o.jsonOut)
 	if err != nil {
 		return 0, err
 	}
@@ -64,40 +64,53 @@ func cmdBoot(args []string, stdout, stderr io.Writer) (int, error) {
 
 // bootOptions is what 'govmm boot' was asked for.
 type bootOptions struct {
-	cpus                                                          int
-	mem, mode, kernel, initrd, appendArgs, console, jsonOut, exec string
-	timeout                                                       time.Duration
-	quiet, decomp                                                 bool
-	pvf                                                           pvFlags
+	cpus                                                 int
+	mem, mode, kernel, initrd, appendArgs, console, exec string
+	timeout                                              time.Duration
+	quiet, decomp                                        bool
+	pvf                                                  pvFlags
 	vmFlags
 }
 
-// parseBootFlags reads boot's command line.
+// bootUsage is boot's -h header: what its defaults are for, against run's.
+const bootUsage = `usage: govmm boot [flags]
+
+boot's defaults suit a Linux boot, where run's suit the bare-metal test
+kernels: 2 vCPUs (an SMP boot, so the APIC mode is exercised), 512M,
+govmm's PV send-IPI off (Linux's own IPI path in the chosen mode is what
+boot verifies; --pv-ipi tells govmm's kernel to use it), a 30m limit (a
+boot that hangs ends), and --quiet hides the guest's console (the report
+is printed either way). Kernel arguments go in --append.
+
+flags:`
+
+// parseBootFlags reads boot's command line and checks every value and
+// file it names that can be checked before the kernel is read.
 func parseBootFlags(args []string, stderr io.Writer) (*bootOptions, error) {
-	fs := newFlagSet("boot", "usage: govmm boot [flags]", consoleHelp, stderr)
+	fs := newFlagSet("boot", bootUsage, consoleHelp, stderr)
 	o := &bootOptions{}
 	fs.IntVar(&o.cpus, "cpus", 2, "number of vCPUs")
-	fs.StringVar(&o.mem, "mem", "512M", "guest RAM")
+	fs.StringVar(&o.mem, "mem", "512M", "guest RAM, 2M to 1T (K, M, G, T suffixes; none: bytes)")
 	mode := addX2APICFlag(fs, "cluster", "APIC mode Linux is told to use: off (xAPIC), physical, cluster (with interrupt remapping) or mixed (govmm's kernel; with interrupt remapping)")
 	fs.StringVar(&o.kernel, "kernel", "", "kernel: bzImage or vmlinux (default: govmm's guest kernel from the cache)")
 	fs.StringVar(&o.initrd, "initrd", "", "initramfs (default: govmm's u-root initramfs from the cache, if built)")
 	fs.StringVar(&o.appendArgs, "append", "", "extra kernel command-line arguments")
 	fs.StringVar(&o.console, "console", "auto", "the guest's console once its driver is up: serial (ttyS0), virtio (hvc0, the virtio console) or auto (virtio for govmm's kernel, serial for others); early messages are always on the serial port")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop the guest after this long (0: never)")
-	fs.StringVar(&o.jsonOut, "json", "", "also write the accounting as JSON to this file")
-	fs.BoolVar(&o.quiet, "quiet", false, "do not echo the guest console")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not echo the guest console (the report is printed either way)")
 	o.pvf = addPVFlags(fs)
 	o.vmFlags = addVMFlags(fs)
 	fs.StringVar(&o.exec, "exec", "", "type these shell commands at the guest's u-root shell once it prompts, then poweroff (replaces console input)")
 	fs.BoolVar(&o.decomp, "decompressor", false, "run a bzImage's own decompressor instead of entering its payload directly")
-	if err := parseFlags(fs, args); err != nil {
+	pos, rest, err := parseArgs(fs, args, "")
+	if err != nil {
 		return nil, err
 	}
 	o.mode = mode.String()
-	if fs.NArg() > 0 {
-		return nil, usageErr("boot", "takes no arguments (got %q); kernel arguments go in --append", fs.Arg(0))
+	if pos = append(pos, rest...); len(pos) > 0 {
+		return nil, usageErr("boot", "takes no arguments (got %q); kernel arguments go in --append", pos[0])
 	}
-	if err := o.sandbox.check(); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -132,19 +145,20 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 			return nil, err
 		}
 	}
-	var err error
+	symbols, err := o.dash.symbols()
+	if err != nil {
+		return nil, err
+	}
 	if b.cfg, b.mode, b.kpath, err = o.vmConfig(); err != nil {
 		return nil, err
 	}
+	b.cfg.Symbols = symbols
 	var out io.Writer = stdout
 	if o.quiet {
 		out = nil
 	}
 	b.con = linuxguest.NewConsole(out, linuxguest.BootMilestones)
 	b.cfg.Console, b.cfg.RunDecompressor = b.con, o.decomp
-	if b.cfg.Symbols, err = o.dash.symbols(); err != nil {
-		return nil, err
-	}
 	if o.exec != "" {
 		b.script, err = linuxguest.NewConsoleScript(b.con,
 			linuxguest.ScriptStep{Send: o.exec + "\n"}, linuxguest.ScriptStep{Wait: `\n\$ `, Send: "poweroff\n"})
@@ -159,45 +173,76 @@ func (o *bootOptions) prepare(stdout io.Writer) (*bootSetup, error) {
 
 // vmConfig is the mode's VM configuration with the guest RAM, the PV and
 // host flags, the disk, the kernel (and where it was read from) and the
-// initramfs: every value is checked (vmm.Config.Validate) before the
-// kernel is read and long before /dev/kvm is opened.
+// initramfs. Every value is checked and every file read (bootImages)
+// before the host is probed (linuxguest.VMConfig asks whether it
+// interprets guest kernel code) and long before /dev/kvm is opened.
 func (o *bootOptions) vmConfig() (vmm.Config, linuxguest.Mode, string, error) {
+	img, err := o.images()
+	if err != nil {
+		return vmm.Config{}, linuxguest.Mode{}, img.kpath, err
+	}
 	cfg, m, err := linuxguest.VMConfig(o.mode, o.cpus, o.kernel == "", o.pvf.config().PVIPI, o.appendArgs)
 	if err == nil {
 		err = linuxguest.SetConsole(&cfg, o.console)
 	}
+	if err == nil {
+		err = o.hostFlags(&cfg)
+	}
 	if err != nil {
-		return cfg, m, "", err
+		return cfg, m, img.kpath, err
 	}
-	if cfg.MemSize, err = parseSize(o.mem); err != nil {
-		return cfg, m, "", err
-	}
+	cfg.MemSize, cfg.Kernel, cfg.Initrd, cfg.KVMPath, cfg.Disk = img.mem, img.kernel, img.initrd, *o.kvmPath, *o.disk
 	o.pvf.apply(&cfg)
-	cfg.Disk = *o.disk
-	if err = o.hostFlags(&cfg); err != nil {
-		return cfg, m, "", err
+	return cfg, m, img.kpath, nil
+}
+
+// bootImages are a boot's checked values and files: the guest RAM, the
+// kernel (and where it was read from) and the initramfs.
+type bootImages struct {
+	mem            uint64
+	kpath          string
+	kernel, initrd []byte
+}
+
+// images checks boot's values without the host (the mode, --mem,
+// --console, the host flags and vmm.Config.Validate) and reads the kernel
+// and the initramfs.
+func (o *bootOptions) images() (bootImages, error) {
+	var img bootImages
+	m, err := linuxguest.CheckMode(o.mode, o.cpus, o.kernel == "")
+	if err == nil {
+		img.mem, err = parseMem(o.mem)
 	}
-	if err = cfg.Validate(); err != nil {
-		return cfg, m, "", err
+	if err == nil {
+		err = linuxguest.SetConsole(&vmm.Config{}, o.console)
 	}
-	kpath := o.kernel
-	if kpath == "" {
-		kpath = filepath.Join(cacheDir(), "linux", "vmlinux")
+	pre := vmm.Config{CPUs: o.cpus, MemSize: img.mem, Disk: *o.disk, X2APIC: pick(m.X2APIC, vmm.X2APICOn, vmm.X2APICOff)}
+	if err == nil {
+		err = o.hostFlags(&pre)
 	}
-	if cfg.Kernel, err = os.ReadFile(kpath); err != nil {
-		if o.kernel == "" {
-			return cfg, m, kpath, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel' or pass --kernel", err)
+	if err == nil {
+		err = pre.Validate()
+	}
+	if err != nil {
+		return img, err
+	}
+	if img.kpath = o.kernel; img.kpath == "" {
+		img.kpath = filepath.Join(cacheDir(), "linux", "vmlinux")
+		if _, err := os.Stat(img.kpath); err != nil {
+			return img, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel' or pass --kernel", err)
 		}
-		return cfg, m, kpath, fmt.Errorf("cannot read kernel image: %w", err)
+	}
+	if img.kernel, err = readKernel(img.kpath); err != nil {
+		return img, err
 	}
 	ipath := o.initrd
 	if ipath == "" {
 		ipath = filepath.Join(cacheDir(), "initramfs.cpio")
 	}
-	if cfg.Initrd, err = os.ReadFile(ipath); err != nil && o.initrd != "" {
-		return cfg, m, kpath, fmt.Errorf("cannot read initramfs: %w", err)
+	if img.initrd, err = os.ReadFile(ipath); err != nil && o.initrd != "" {
+		return img, fmt.Errorf("cannot read initramfs: %w", err)
 	}
-	return cfg, m, kpath, nil
+	return img, nil
 }
 
 // report prints how the boot went: the phases, the SYSCALL doorbell and
@@ -329,7 +374,7 @@ func writeHostUsed(w io.Writer, vm *vmm.VM) {
 		pick(vm.TSCDeadline(), "advertised", "not advertised"), pick(vm.SyscallDoorbell(), "on", "off"))
 }
 
-func pick(c bool, a, b string) string {
+func pick[T any](c bool, a, b T) T {
 	if c {
 		return a
 	}

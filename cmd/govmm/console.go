@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -134,7 +132,7 @@ func (in *consoleInput) start(stop func(how string), help io.Writer) (func(), er
 		fmt.Fprintln(help, "govmm: console input from the terminal (raw mode); Ctrl-A x quits, Ctrl-A h lists the escapes")
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -219,14 +217,20 @@ func (e *escapeReader) Read(p []byte) (int, error) {
 	}
 }
 
+// stopSignals stop the guest, whose report is then printed, and end govmm
+// with status 128 + the signal's number (stoppedBy).
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // stoppedBy says whether the user (Ctrl-A x) or a signal ended the run,
-// and for a signal returns the command's error.
+// and for a signal returns the command's error, with its exit status.
 func stoppedBy(how string) (user bool, err error) {
 	if how == "user" {
 		return true, nil
 	}
-	if strings.HasPrefix(how, "signal: ") {
-		return false, errors.New("stopped by " + how)
+	for _, s := range stopSignals {
+		if how == "signal: "+s.String() {
+			return false, &statusError{128 + int(s.(syscall.Signal)), "stopped by " + how}
+		}
 	}
 	return false, nil
 }

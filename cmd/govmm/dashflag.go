@@ -4,6 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
@@ -43,6 +46,29 @@ func (d dashFlags) symbols() (*ksyms.Table, error) {
 		return nil, fmt.Errorf("--symbols: %w", err)
 	}
 	return t, nil
+}
+
+// check refuses a --dashboard address that cannot be listened on: not
+// host:port, a port out of range, or not loopback without
+// --dashboard-remote (as dashboard.Server.Listen would, once the VM is
+// built).
+func (d dashFlags) check() error {
+	if *d.addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(*d.addr)
+	if err != nil {
+		return fmt.Errorf("--dashboard %s: not host:port (e.g. %s)", *d.addr, dashboard.DefaultAddr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		if _, err := net.LookupPort("tcp", port); err != nil {
+			return fmt.Errorf("--dashboard %s: port %q is not a number from 0 to 65535", *d.addr, port)
+		}
+	}
+	if a, err := netip.ParseAddr(host); !*d.remote && host != "localhost" && (err != nil || !a.Unmap().IsLoopback()) {
+		return fmt.Errorf("--dashboard %s: not a loopback address (use 127.0.0.1, [::1] or localhost, or add --dashboard-remote)", *d.addr)
+	}
+	return nil
 }
 
 // start serves the dashboard of vm while it runs; the returned stop ends it.

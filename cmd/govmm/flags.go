@@ -5,13 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/govmm/govmm/linuxguest"
+	"strings"
+	"time"
 )
 
-// newFlagSet is a command's flag set. Its -h text, written to w, is the
-// usage line (or paragraph), the flags, then more (e.g. the console's keys).
+// helpStderr is the stderr main gives a command: a command's -h text, asked
+// for, goes to stdout (as 'govmm help CMD' prints it), its errors and
+// progress to stderr.
+type helpStderr struct {
+	io.Writer           // stderr
+	help      io.Writer // stdout
+}
+
+// newFlagSet is a command's flag set. Its -h text, written to w (to stdout
+// when w is main's helpStderr), is the usage line (or paragraph), the
+// flags, then more (e.g. the console's keys).
 func newFlagSet(name, usage, more string, w io.Writer) *flag.FlagSet {
+	if h, ok := w.(helpStderr); ok {
+		w = h.help
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(w)
 	fs.Usage = func() {
@@ -22,11 +34,24 @@ func newFlagSet(name, usage, more string, w io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args into fs. -h (or --help) prints the command's
-// usage and returns flag.ErrHelp (exit 0); a flag that does not exist or a
-// value it refuses is one line naming the flag and where its help is,
-// never the whole usage: a script's log keeps the cause in view.
+// parseFlags parses args into fs, stopping at the first argument that is
+// not a flag (nested's COMMAND, whose own flags follow it). -h (or --help)
+// prints the command's usage and returns flag.ErrHelp (exit 0); a flag
+// that does not exist or a value it refuses is one line naming the flag
+// and where its help is, never the whole usage: a script's log keeps the
+// cause in view.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := parseOnce(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageErr(fs.Name(), "%v", err)
+	}
+	return checkDurations(fs)
+}
+
+// parseOnce is fs.Parse with the usage printed only for -h.
+func parseOnce(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
@@ -35,10 +60,83 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(out)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.Usage()
+	}
+	return err
+}
+
+// parseArgs parses args into fs with govmm's flags accepted anywhere
+// before the first "--": pos are the arguments that are not flags, in
+// order, and rest those after "--", never read as flags (a guest's).
+// guestArgs, when the command passes arguments on to a guest (run: "KERNEL
+// -- ARGS"), names the fix for an unknown flag after the first argument: a
+// guest argument that looks like a flag goes after "--".
+func parseArgs(fs *flag.FlagSet, args []string, guestArgs string) (pos, rest []string, err error) {
+	args, rest = splitDashDash(fs, args)
+	for {
+		if err := parseOnce(fs, args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, err
+			}
+			if guestArgs != "" && len(pos) > 0 && strings.HasPrefix(err.Error(), "flag provided but not defined") {
+				return nil, nil, fmt.Errorf("%s: %v: not a flag of govmm %s; a guest argument that looks like a flag goes after '--' (govmm %s [flags] %s)",
+					fs.Name(), err, fs.Name(), fs.Name(), guestArgs)
+			}
+			return nil, nil, usageErr(fs.Name(), "%v", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+	return pos, rest, checkDurations(fs)
+}
+
+// splitDashDash splits args at the first "--" that is not a flag's value.
+func splitDashDash(fs *flag.FlagSet, args []string) (before, after []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return args[:i], args[i+1:]
+		}
+		if len(a) < 2 || a[0] != '-' || strings.Contains(a, "=") {
+			continue
+		}
+		if f := fs.Lookup(strings.TrimLeft(a, "-")); f != nil && !isBoolFlag(f) {
+			i++ // its value
+		}
+	}
+	return args, nil
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// checkDurations refuses a negative value of any duration flag: none
+// means anything (a --timeout of -1s is not "never"; 0 is).
+func checkDurations(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		if d, ok := g.Get().(time.Duration); ok && d < 0 && err == nil {
+			err = usageErr(fs.Name(), "--%s=%v: want a duration of 0 or more", f.Name, d)
+		}
+	})
+	return err
+}
+
+// parseNoArgs parses the flags of a command that takes no arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, rest, err := parseArgs(fs, args, "")
+	if err != nil {
 		return err
 	}
-	if err != nil {
-		return usageErr(fs.Name(), "%v", err)
+	if pos = append(pos, rest...); len(pos) > 0 {
+		return usageErr(fs.Name(), "takes no arguments (got %q)", pos[0])
 	}
 	return nil
 }
@@ -48,31 +146,3 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func usageErr(cmd, format string, args ...any) error {
 	return fmt.Errorf("%s: %s (see 'govmm %s --help')", cmd, fmt.Sprintf(format, args...), cmd)
 }
-
-// x2apicFlag is --x2apic on every command that builds a VM: the APIC mode,
-// off (xAPIC only: x2APIC hidden from CPUID), physical, cluster or mixed.
-// boot tells Linux which (and adds interrupt remapping for cluster and
-// mixed); a bare-metal guest under run or map picks its own mode, so there
-// the three x2APIC modes configure alike: x2APIC advertised.
-type x2apicFlag string
-
-// addX2APICFlag declares --x2apic with the default mode def.
-func addX2APICFlag(fs *flag.FlagSet, def string, help string) *x2apicFlag {
-	f := x2apicFlag(def)
-	fs.Var(&f, "x2apic", help)
-	return &f
-}
-
-func (f *x2apicFlag) String() string { return string(*f) }
-
-// Set refuses anything but the four modes, naming them.
-func (f *x2apicFlag) Set(s string) error {
-	if _, ok := linuxguest.Modes[s]; !ok {
-		return errors.New("want off, physical, cluster or mixed")
-	}
-	*f = x2apicFlag(s)
-	return nil
-}
-
-// advertised says whether CPUID advertises x2APIC in this mode.
-func (f x2apicFlag) advertised() bool { return f != "off" }

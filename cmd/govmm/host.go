@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -15,23 +14,23 @@ import (
 // cmdHost is 'govmm host': the host probe's answers, one line each, and
 // what run and boot configure from them with their flags at auto.
 func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("host", "usage: govmm host [--json]", "", stderr)
-	asJSON := fs.Bool("json", false, "print the answers as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	fs := newFlagSet("host", "usage: govmm host [--json[=FILE]] [--kvm DEVICE]", "", stderr)
+	asJSON := addJSONFlag(fs, "the answers")
+	kvmPath := addKVMFlag(fs)
+	if err := parseNoArgs(fs, args); err != nil {
 		return 0, err
 	}
-	if fs.NArg() > 0 {
-		return 0, usageErr("host", "takes no arguments, got %q", fs.Args())
+	if err := asJSON.check(); err != nil {
+		return 0, err
 	}
+	useKVM(*kvmPath)
 	a, err := vmm.Host()
 	if err != nil {
-		return 0, fmt.Errorf("cannot probe /dev/kvm: %w", err)
+		return 0, fmt.Errorf("cannot probe %s: %w", *kvmPath, err)
 	}
 	d := hostprobe.Decide(a, hostprobe.Auto, hostprobe.Auto)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return 0, enc.Encode(struct {
+	if asJSON.on {
+		return 0, asJSON.write(stdout, struct {
 			hostprobe.Answers
 			Decision hostprobe.Decision `json:"govmm_uses"`
 		}{a, d})
@@ -42,7 +41,7 @@ func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
 
 func writeHost(w io.Writer, a hostprobe.Answers, d hostprobe.Decision) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	yes := pick
+	yes := pick[string]
 	fmt.Fprintf(tw, "guest kernel code\t%s\n", yes(a.Emulates, "interpreted by KVM (no VT-x/AMD-V: pxor in kernel mode failed emulation)", "run by hardware virtualization"))
 	fmt.Fprintf(tw, "TSC_DEADLINE writes\t%s\n", yes(a.TSCDeadlineReaches, "reach govmm", "dropped by KVM ("+a.Notes["tsc_deadline"]+")"))
 	fmt.Fprintf(tw, "x2APIC MSRs 0x800-0x8FF\t%s\n", yes(a.X2APICMSRsReach, "reach govmm", "do not reach govmm"))

@@ -18,7 +18,8 @@ import (
 )
 
 // exitError is a user-facing failure: one line, then exit code 2 (even, so
-// it never looks like a debug-exit status, which is always odd).
+// it never looks like a debug-exit status, which is always odd). A signal
+// ends govmm with 128 + its number instead (statusError).
 const exitError = 2
 
 func main() {
@@ -78,7 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	status := 0
 	switch cmd, ok := commands[args[0]]; {
 	case ok:
-		status, err = cmd(args[1:], stdout, stderr)
+		status, err = cmd(args[1:], stdout, helpStderr{stderr, stdout})
 	case args[0] == "help" && len(args) > 1:
 		if cmd, ok := commands[args[1]]; ok {
 			// The command's -h text, on stdout: asked for, not an error.
@@ -100,7 +101,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "govmm: %v\n", err)
+		var se *statusError
+		if errors.As(err, &se) {
+			return se.status
+		}
 		return exitError
 	}
 	return status
 }
+
+// statusError is a failure with an exit status of its own: a signal that
+// stopped the guest ends govmm with 128 + its number, as a shell reports a
+// process the signal killed.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vmm"
@@ -19,23 +17,31 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	x2 := addX2APICFlag(fs, "cluster", "as run's --x2apic: off hides x2APIC from CPUID, physical, cluster and mixed advertise it")
 	iommu := fs.Bool("iommu", true, "add the VT-d interrupt-remapping unit")
 	pvf := addPVFlags(fs, pvipi.Flag)
-	asJSON := fs.Bool("json", false, "print the map as JSON")
+	asJSON := addJSONFlag(fs, "the map")
 	disk := &vmm.Disk{}
 	fs.Func("disk", "as run's --disk: a virtio-blk device (its BARs are in the PCI window)",
 		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
 	virtioConsole := fs.Bool("virtio-console", false, "as run's --virtio-console")
+	kvmPath := addKVMFlag(fs)
 	hostFlags := addHostFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	pos, rest, err := parseArgs(fs, args, "")
+	if err != nil {
 		return 0, err
 	}
-	if fs.NArg() != 1 {
+	if pos = append(pos, rest...); len(pos) != 1 {
 		return 0, usageErr("map", "needs one KERNEL image")
 	}
-	cfg := vmm.Config{CPUs: *cpus, KernelPath: fs.Arg(0), Console: io.Discard, IOMMU: *iommu,
-		Disk: *disk, VirtioConsole: *virtioConsole}
+	cfg := vmm.Config{CPUs: *cpus, KernelPath: pos[0], Console: io.Discard, IOMMU: *iommu,
+		Disk: *disk, VirtioConsole: *virtioConsole, KVMPath: *kvmPath}
 	pvf.apply(&cfg)
 	if !x2.advertised() {
 		cfg.X2APIC = vmm.X2APICOff
+	}
+	if err := checkDisk(disk.Path); err != nil {
+		return 0, err
+	}
+	if err := asJSON.check(); err != nil {
+		return 0, err
 	}
 	if err := hostFlags(&cfg); err != nil {
 		return 0, err
@@ -43,19 +49,17 @@ func cmdMap(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	var err error
-	if cfg.Kernel, err = os.ReadFile(fs.Arg(0)); err != nil {
-		return 0, fmt.Errorf("cannot read kernel image: %w", err)
+	if cfg.Kernel, err = readKernel(pos[0]); err != nil {
+		return 0, err
 	}
+	useKVM(*kvmPath)
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return 0, err
 	}
 	defer vm.Close()
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return 0, enc.Encode(vm.Map())
+	if asJSON.on {
+		return 0, asJSON.write(stdout, vm.Map())
 	}
 	for _, e := range vm.Map() {
 		fmt.Fprintln(stdout, e)

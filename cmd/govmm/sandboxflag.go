@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os/user"
 
 	"github.com/govmm/govmm/sandbox"
 )
@@ -21,13 +23,27 @@ func addSandboxFlags(fs *flag.FlagSet) sandboxFlags {
 	}
 }
 
-// check refuses a bad --sandbox before anything is built.
+// check refuses a bad --sandbox or --user before anything is built.
 func (f sandboxFlags) check() error {
 	switch *f.mode {
 	case "on", "off":
+	default:
+		return fmt.Errorf("--sandbox %q: want on or off", *f.mode)
+	}
+	if *f.user == "" {
 		return nil
 	}
-	return fmt.Errorf("--sandbox %q: want on or off", *f.mode)
+	if *f.mode == "off" {
+		return fmt.Errorf("--user %s needs --sandbox on", *f.user)
+	}
+	if _, err := user.Lookup(*f.user); err != nil {
+		var unknown user.UnknownUserError
+		if errors.As(err, &unknown) {
+			return fmt.Errorf("--user %s: no such user", *f.user)
+		}
+		return fmt.Errorf("--user %s: %v", *f.user, err)
+	}
+	return nil
 }
 
 // install confines govmm as asked, saying so in one line.
@@ -36,9 +52,6 @@ func (f sandboxFlags) install(stderr io.Writer) error {
 		return err
 	}
 	if *f.mode == "off" {
-		if *f.user != "" {
-			return fmt.Errorf("--user %s needs --sandbox on", *f.user)
-		}
 		return nil
 	}
 	r, err := sandbox.Install(sandbox.Options{User: *f.user})

@@ -25,11 +25,8 @@ func cmdTop(args []string, stdout, stderr io.Writer) (int, error) {
 	url := fs.String("url", "http://"+dashboard.DefaultAddr, "the dashboard of the running VM")
 	interval := fs.Duration("interval", time.Second, "time between frames")
 	once := fs.Bool("once", false, "print one frame and exit")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return 0, err
-	}
-	if fs.NArg() > 0 {
-		return 0, usageErr("top", "takes no arguments, got %q", fs.Arg(0))
 	}
 	if *interval <= 0 {
 		return 0, fmt.Errorf("--interval must be positive, got %v", *interval)
