@@ -84,32 +84,29 @@ func benchModeName(m string) string {
 // parseIPIModes reads a --modes list of the bare-metal IPI guests' modes
 // (ipiBenchModes), taking --x2apic's names of the same modes too.
 func parseIPIModes(list string) ([]string, error) {
-	var out []string
-	for _, m := range strings.Split(list, ",") {
-		m = strings.TrimSpace(m)
-		if a, ok := ipiModeAliases[m]; ok {
-			m = a
-		}
-		if _, ok := ipiBenchModes[m]; !ok {
-			return nil, fmt.Errorf("--modes: unknown mode %q (want xapic-phys, xapic-flat, xapic-cluster, x2apic-phys or physical, x2apic-cluster or cluster, mixed, pv or pv-ipi)", m)
-		}
-		out = append(out, m)
-	}
-	return out, nil
+	return parseNames(list, ipiModeAliases, func(m string) bool { _, ok := ipiBenchModes[m]; return ok },
+		"--modes: unknown mode %q (want xapic-phys, xapic-flat, xapic-cluster, x2apic-phys or physical, x2apic-cluster or cluster, mixed, pv or pv-ipi)")
 }
 
 // parseDeliveries reads a --delivery list (ipiDeliveries).
 func parseDeliveries(list string) ([]string, error) {
+	return parseNames(list, deliveryAliases, func(d string) bool { return ipiDeliveries[d] },
+		"--delivery: unknown delivery path %q (want plain, pveoi (or pv-eoi) or avic)")
+}
+
+// parseNames reads a comma-separated list of names, each an alias's name
+// or one known says is one; bad is the error for another, %q the name.
+func parseNames(list string, aliases map[string]string, known func(string) bool, bad string) ([]string, error) {
 	var out []string
-	for _, d := range strings.Split(list, ",") {
-		d = strings.TrimSpace(d)
-		if a, ok := deliveryAliases[d]; ok {
-			d = a
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if a, ok := aliases[n]; ok {
+			n = a
 		}
-		if !ipiDeliveries[d] {
-			return nil, fmt.Errorf("--delivery: unknown delivery path %q (want plain, pveoi (or pv-eoi) or avic)", d)
+		if !known(n) {
+			return nil, fmt.Errorf(bad, n)
 		}
-		out = append(out, d)
+		out = append(out, n)
 	}
 	return out, nil
 }
