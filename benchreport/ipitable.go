@@ -27,6 +27,14 @@ type IPIRow struct {
 	SenderExit uint64 // exits of the sender (the BSP) in the section
 	RecvExit   uint64 // exits of every other vCPU in the section
 
+	// The receivers' (every other vCPU's) HLT, EOI-write and kick exits and
+	// wake-ups in the section, as govmm counted them.
+	RecvHLT, RecvEOI, RecvKick, RecvWakeups uint64
+	// What ipi.elf's receiving CPUs counted themselves in the section
+	// (internal/ipirecv), summed: interrupts taken, HLTs executed,
+	// interrupts taken at a HLT, EOIs written, EOIs PV EOI completed.
+	GuestIRQs, GuestHLTs, GuestWakes, GuestEOIs, GuestPVEOIs uint64
+
 	SenderMin float64 // the fewest sender exits per IPI the guest mode allows
 	RecvMin   float64 // the fewest exits per delivery on a receiver
 	// SenderWhy and RecvWhy say why a figure is above its minimum (empty
@@ -244,7 +252,9 @@ func (t *IPITable) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"mode", "guest_mode", "delivery", "kind", "dests", "first_apic_id", "cpus", "ipis", "sends", "deliveries",
 		"sender_exits", "receiver_exits", "sender_exits_per_ipi", "sender_min", "receiver_exits_per_delivery",
-		"receiver_min", "receiver_exits_per_ipi", "sender_above_min_because", "receiver_above_min_because", "skipped"})
+		"receiver_min", "receiver_exits_per_ipi", "sender_above_min_because", "receiver_above_min_because", "skipped",
+		"receiver_hlt_exits", "receiver_eoi_exits", "receiver_kicks", "receiver_wakeups",
+		"guest_irqs", "guest_hlts", "guest_wakes", "guest_eois", "guest_pv_eois"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	keys, rows, _ := t.lines()
@@ -260,7 +270,8 @@ func (t *IPITable) WriteCSV(w io.Writer) error {
 			cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Kind, strconv.Itoa(r.Dests), strconv.Itoa(r.First), strconv.Itoa(r.CPUs),
 				u(r.IPIs), u(r.Sends), u(r.Deliveries), u(r.SenderExit), u(r.RecvExit),
 				f(r.SenderPerIPI()), f(r.SenderMin), f(r.RecvPerDelivery()), f(r.RecvMin), f(r.RecvPerIPI()),
-				sw, rw, r.Skipped})
+				sw, rw, r.Skipped, u(r.RecvHLT), u(r.RecvEOI), u(r.RecvKick), u(r.RecvWakeups),
+				u(r.GuestIRQs), u(r.GuestHLTs), u(r.GuestWakes), u(r.GuestEOIs), u(r.GuestPVEOIs)})
 		}
 	}
 	cw.Flush()

@@ -16,6 +16,8 @@ func ipiSample() *IPITable {
 	m16 := row("x2apic-cluster", "plain", "multicast", 16, 2, 32, 4, 64, 1, 2)
 	m16.SenderWhy = "APIC IDs 1..16 touch 2 clusters"
 	m16.Sends = 4
+	m16.RecvHLT, m16.RecvEOI, m16.RecvWakeups = 32, 31, 31
+	m16.RecvKick, m16.GuestIRQs, m16.GuestHLTs, m16.GuestWakes, m16.GuestEOIs, m16.GuestPVEOIs = 1, 32, 30, 29, 28, 4
 	irq := row("x2apic-cluster", "avic", "unicast", 1, 128, 128, 128, 130, 1, 1)
 	irq.RecvWhy = "receivers' exits per delivery: hlt 1, irq_window 0.02"
 	skip := IPIRow{Mode: "xapic-cluster", GuestMode: "xapic-cluster", Delivery: "plain", Kind: "multicast", Dests: 64,
@@ -85,7 +87,8 @@ func TestIPIMarkdownAndCSV(t *testing.T) {
 	for k, want := range map[string]string{"mode": "x2apic-cluster", "kind": "multicast", "dests": "16", "first_apic_id": "1", "sends": "4",
 		"sender_exits_per_ipi": "2.000", "sender_min": "1.000", "receiver_exits_per_delivery": "2.000",
 		"receiver_exits_per_ipi": "32.000", "sender_above_min_because": "APIC IDs 1..16 touch 2 clusters",
-		"receiver_above_min_because": ""} {
+		"receiver_above_min_because": "", "receiver_hlt_exits": "32", "receiver_eoi_exits": "31", "receiver_kicks": "1",
+		"receiver_wakeups": "31", "guest_irqs": "32", "guest_hlts": "30", "guest_wakes": "29", "guest_eois": "28", "guest_pv_eois": "4"} {
 		if r[col[k]] != want {
 			t.Errorf("CSV %s = %q, want %q (%v)", k, r[col[k]], want, r)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hostprobe"
+	"github.com/govmm/govmm/internal/ipirecv"
 	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/vmm"
@@ -52,14 +53,71 @@ func expectFor(mode string, n int) ipiExpect {
 //     IPI or NMI (plus, rarely, one spurious kick exit when the kicking
 //     thread is preempted between immediate_exit and its signal: counted
 //     apart); a halted one none (it is woken, not kicked).
+//
+// Every receiver's exits are also held, exactly and by cause, against
+// what the receiving CPU counted itself (checkReceivers): govmm's own
+// accounting of a receiver cannot pass by agreeing with the cost model
+// alone.
 func TestIPIExitCounts(t *testing.T) { testIPIExitCounts(t, false) }
 
 // TestIPIExitCountsAVIC is TestIPIExitCounts with AVIC-style delivery
 // (vmm.Config.AVIC), which implies PV EOI, and the guest using it
 // (pveoi=1): the same exact exits, except that no EOI exits at all (each
-// EOI is a PV EOI: as many over the run as interrupts injected) and a
-// spinning receiver takes only its kick.
+// EOI is a PV EOI: as many over the run as interrupts injected, and in
+// each section as many as the guest saw PV EOI complete) and a spinning
+// receiver takes only its kick.
 func TestIPIExitCountsAVIC(t *testing.T) { testIPIExitCounts(t, true) }
+
+// checkReceivers holds section sec's exits of every AP against the counts
+// ipi.elf's receiving CPUs kept themselves (package ipirecv), which do not
+// come from govmm:
+//   - HLT exits: the HLTs the AP executed; wake-ups: the interrupts it took
+//     at its HLT. ipi.elf sends to a halted AP only once it has been in
+//     HLT for a while, and marks sections only then, so a section holds
+//     each HLT exit of its receivers, and no other;
+//   - EOI exits: the EOIs it wrote; PV EOIs: those PV EOI completed
+//     without an exit (govmm learns of one at the vCPU's next exit: a
+//     halted AP's HLT exit, inside the section; a spinning one's may fall
+//     in the next, so not compared there);
+//   - interrupts injected and NMIs: those it took;
+//   - kicks: one for each interrupt or NMI it took while running, i.e. not
+//     at its HLT (a spinning AP: every one); so wake-ups + kicks is the
+//     interrupts and NMIs it received, exactly;
+//   - its total: those HLT, EOI and kick exits and nothing else (a spinning
+//     AP may add one spurious kick, see TestIPIExitCounts).
+func checkReceivers(t *testing.T, g *guestRun, sec int, guest ipirecv.Section, eoi exitcause.Cause, spinners int) {
+	t.Helper()
+	s := g.section(t, sec)
+	if len(guest) != len(s.CPUs)-1 {
+		t.Fatalf("section %d: ipi.elf counted %d receivers, govmm has %d APs (rebuild the guests: 'make guests')\nconsole:\n%s",
+			sec, len(guest), len(s.CPUs)-1, g.Console)
+	}
+	for _, ap := range s.CPUs[1:] {
+		c := guest[ap.CPU]
+		spinner := sec >= 4 && ap.CPU <= spinners
+		hlt, eoiN, kick := exits(ap, exitcause.HLT), exits(ap, eoi), exits(ap, exitcause.Kick)
+		running := c.IRQs + c.NMIs - c.Wakes // taken while not halted
+		if hlt != c.HLTs || eoiN != c.EOIs || ap.Wakeups != c.Wakes || kick != running {
+			t.Errorf("section %d: CPU %d: govmm counted %d HLT exits, %d EOI exits, %d wake-ups, %d kicks; "+
+				"the CPU itself %d HLTs, %d exiting EOIs, %d interrupts at its HLT, %d interrupts and NMIs while running",
+				sec, ap.CPU, hlt, eoiN, ap.Wakeups, kick, c.HLTs, c.EOIs, c.Wakes, running)
+		}
+		if ap.Wakeups+kick != c.IRQs+c.NMIs {
+			t.Errorf("section %d: CPU %d: %d wake-ups and %d kicks for the %d interrupts and NMIs it took", sec, ap.CPU, ap.Wakeups, kick, c.IRQs+c.NMIs)
+		}
+		if ap.Injected != c.IRQs || ap.NMIs != c.NMIs || (!spinner && ap.PVEOIs != c.PVEOIs) {
+			t.Errorf("section %d: CPU %d: govmm injected %d interrupts and %d NMIs and saw %d PV EOIs; the CPU took %d and %d, and PV EOI completed %d",
+				sec, ap.CPU, ap.Injected, ap.NMIs, ap.PVEOIs, c.IRQs, c.NMIs, c.PVEOIs)
+		}
+		total := hlt + eoiN + kick
+		if spinner {
+			total += exits(ap, exitcause.KickSpurious)
+		}
+		if ap.Exits != total {
+			t.Errorf("section %d: CPU %d took %d exits, want its %d HLT, %d EOI and %d kick exits alone: %v", sec, ap.CPU, ap.Exits, hlt, eoiN, kick, ap.ByCause)
+		}
+	}
+}
 
 func testIPIExitCounts(t *testing.T, avic bool) {
 	for _, mode := range ipicost.Modes {
@@ -74,6 +132,10 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 				}
 				g := runGuestWith(t, "ipi.elf", n, e.x2, cmd, edit)
 				checkKVMAgrees(t, g)
+				recv, err := ipirecv.Parse(g.Console)
+				if err != nil {
+					t.Fatalf("ipi.elf's receivers' counts: %v\nconsole:\n%s", err, g.Console)
+				}
 				if want := map[bool]string{false: "plain", true: "avic"}[avic]; g.Report.Delivery != want {
 					t.Errorf("report says delivery %q, want %q", g.Report.Delivery, want)
 				}
@@ -104,6 +166,7 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 				}
 				for sec := 1; sec <= lastSection; sec++ {
 					s := g.section(t, sec)
+					checkReceivers(t, g, sec, recv[sec], eoi, e.spinners)
 					bsp := s.CPUs[0]
 					send := icrW
 					if mode == "pv" && (sec == 1 || sec == 2 || sec == 4) {
@@ -149,6 +212,11 @@ func testIPIExitCounts(t *testing.T, avic bool) {
 						}
 						if got := exits(ap, eoi); got != eoiExits(want) {
 							t.Errorf("section %d: CPU %d EOIs = %d, want %d", sec, ap.CPU, got, eoiExits(want))
+						}
+						// The CPU's own view: every EOI a PV EOI with AVIC, none without.
+						if c := recv[sec][ap.CPU]; c.EOIs != eoiExits(want) || c.EOIs+c.PVEOIs != want {
+							t.Errorf("section %d: CPU %d wrote %d EOIs and PV EOI completed %d, want %d and %d",
+								sec, ap.CPU, c.EOIs, c.PVEOIs, eoiExits(want), want-eoiExits(want))
 						}
 						if ap.Injected != want {
 							t.Errorf("section %d: CPU %d got %d interrupts, want %d", sec, ap.CPU, ap.Injected, want)

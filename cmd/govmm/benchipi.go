@@ -14,6 +14,7 @@ import (
 	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
 	"github.com/govmm/govmm/exitcause"
+	"github.com/govmm/govmm/internal/ipirecv"
 	"github.com/govmm/govmm/ipicost"
 	"github.com/govmm/govmm/vmm"
 )
@@ -44,9 +45,12 @@ the BSP; an IPI is one unicast send or one multicast to all its destinations
 first cluster without the BSP, C its width), however many ICR writes the
 mode needs for it. A receiver's
 figure is its exits in the section divided by the IPIs it received; the
-receivers halt between IPIs, so each delivery wakes a halted CPU (one HLT
-exit, no kick). A receiver's HLT exit is counted at the wake-up that ends
-it (its last halt in a section may otherwise fall after the section). ` + ipicost.Summary + ` [n] marks a figure
+receivers halt between IPIs: ipi.elf sends to a CPU, and marks a section's
+start and end, only once its receivers have been in HLT for a while
+(its gap=), so each delivery wakes a halted CPU (one HLT exit, no kick) and
+a section holds exactly its receivers' HLT exits. The receiving CPUs count
+their HLTs, wake-ups and EOIs themselves; report.csv has those counts
+beside govmm's. ` + ipicost.Summary + ` [n] marks a figure
 above its minimum, with the reason below. **mixed** sends IPIs
 cluster-addressed while device interrupts stay physical; a bare-metal guest
 has no device interrupts here, so mixed is the x2APIC cluster ICR path
@@ -262,44 +266,57 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	if first, _ := strconv.Atoi(f[1]); first != multi.First {
 		return uni, multi, fmt.Errorf("ipi.elf multicast from APIC ID %d, want %d", first, multi.First)
 	}
+	recv, err := ipirecv.Parse(log)
+	if err != nil {
+		return uni, multi, fmt.Errorf("ipi.elf's receivers' counts: %w", err)
+	}
 	secs := map[int]accounting.Section{}
 	for _, s := range vm.Accounting().Sections() {
 		secs[s.ID] = s
 	}
-	if err := b.fill(&uni, secs[1], unicasts); err != nil {
+	if err := b.fill(&uni, secs[1], unicasts, recv[1]); err != nil {
 		return uni, multi, fmt.Errorf("section 1: %w", err)
 	}
 	var multicasts uint64
 	if multi.Dests > 0 {
 		multicasts = uint64(b.rounds)
 	}
-	if err := b.fill(&multi, secs[2], multicasts); err != nil {
+	if err := b.fill(&multi, secs[2], multicasts, recv[2]); err != nil {
 		return uni, multi, fmt.Errorf("section 2: %w", err)
 	}
 	return uni, multi, nil
 }
 
 // fill reads one section's accounting into r: ipis is how many IPIs the
-// guest sent in it.
-func (b *ipiBench) fill(r *benchreport.IPIRow, sec accounting.Section, ipis uint64) error {
+// guest sent in it, guest what its receiving CPUs counted themselves (by
+// APIC ID, every AP).
+func (b *ipiBench) fill(r *benchreport.IPIRow, sec accounting.Section, ipis uint64, guest ipirecv.Section) error {
 	if len(sec.CPUs) != b.cpus {
 		return fmt.Errorf("govmm recorded no such section")
 	}
+	if len(guest) != b.cpus-1 {
+		return fmt.Errorf("ipi.elf printed its receivers' counts for %d APs, not %d: rebuild it ('make guests')", len(guest), b.cpus-1)
+	}
 	bsp := sec.CPUs[0]
-	// A receiver's HLT exit is counted when it halts, which for the last
-	// IPI of a section may fall after the section closed (the guest cannot
-	// wait for it); its wake-up is always inside, before the handler runs.
-	// So receivers' HLT exits are taken as the HLT exits that ended in the
-	// section: one per wake-up (halt ends each HLT exit with one).
+	// The section's HLT exits are exactly its receivers': ipi.elf marks
+	// its start and end only once they have been in HLT for a while.
 	var recv accounting.Snapshot
 	var injected uint64
 	for _, s := range sec.CPUs[1:] {
 		for c, n := range s.Exits {
 			recv.Exits[c] += n
 		}
-		recv.Exits[exitcause.HLT] += s.Wakeups - s.Exits[exitcause.HLT]
 		injected += s.Injected
+		r.RecvWakeups += s.Wakeups
 	}
+	for c, n := range recv.Exits {
+		if exitcause.Cause(c).Class() == exitcause.ClassEOI {
+			r.RecvEOI += n
+		}
+	}
+	r.RecvHLT, r.RecvKick = recv.Exits[exitcause.HLT], recv.Exits[exitcause.Kick]
+	g := guest.Sum()
+	r.GuestIRQs, r.GuestHLTs, r.GuestWakes, r.GuestEOIs, r.GuestPVEOIs = g.IRQs, g.HLTs, g.Wakes, g.EOIs, g.PVEOIs
 	for k := range bsp.IPISent {
 		r.Sends += bsp.IPISent[k]
 		r.Deliveries += bsp.IPIDelivered[k]

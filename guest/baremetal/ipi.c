@@ -4,6 +4,8 @@
  *          rounds=R (default 2)  lowprio=strict|any (default strict)
  *          bcast=logical|phys (default: logical in logical modes)
  *          dests=N (default: every member AP) aligned=1 pveoi=1
+ *          gap=G (TSC cycles a receiver has been halted before an IPI
+ *          or a section marker; default 10000000)
  * lowprio=any and bcast=phys only exist for QEMU's APIC, which picks the
  * first CPU of a lowest-priority set and ignores logical destination 0xFF
  * in cluster mode (and for LDR 0 CPUs in flat mode); KVM and the SDM don't.
@@ -26,7 +28,21 @@
  * Inside a section the BSP touches the APIC only to send (xAPIC: read ICR,
  * write ICR2, write ICR; shorthand: read ICR, write ICR; x2APIC: one WRMSR)
  * and to EOI (section 3), and every receiver only writes EOI once per IPI.
- * Waiting is done on memory counters. "Members" are the APs with a logical
+ * Waiting is done on memory counters.
+ *
+ * Receivers count themselves, apart from the VMM (rc[], by APIC ID): the
+ * HLTs they execute, the interrupts that woke one (taken at the HLT), the
+ * interrupts and NMIs they take, their EOIs that exit and those PV EOI
+ * completed. Halted receivers are really halted: before each IPI to an AP
+ * in sections 1-3, and before each section marker, the BSP waits until the
+ * AP has been on its way into HLT for gap cycles, so each IPI finds its
+ * receiver halted and a section holds each receiver's HLT exits exactly:
+ * it starts halted (that HLT is the last section's) and ends halted (its
+ * last HLT is this one's). Each section prints the counts
+ *   # <section>: receivers hlts=R wakes=R irqs=R eois=R pv_eois=R nmis=R
+ * each R the APs' counts by APIC ID as comma-separated runs "a-b:v" (APIC
+ * IDs a..b each counted v) or "a:v", "none" without APs; tests compare
+ * them with the VMM's exits by cause. "Members" are the APs with a logical
  * ID of their own: all in physical and x2APIC cluster modes, APIC IDs 1..7 in
  * xapic-flat, 1..59 in xapic-cluster. Outside sections: self-IPI, TPR
  * masking, lowest-priority arbitration (logical modes) and, in x2APIC
@@ -64,6 +80,37 @@ static u32 acc0[MAX_CPUS];
 static volatile u32 spin[MAX_CPUS], spinning[MAX_CPUS]; /* by APIC ID */
 static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
 static u32 part_min = 1, part_max = MAX_CPUS; /* sections count APs with these IDs */
+static u32 gap;                         /* gap=: TSC cycles halted before an IPI or marker */
+
+/* The receivers' own counts, by APIC ID (see the top). */
+enum { RC_HLT, RC_WAKE, RC_IRQ, RC_EOI, RC_PVEOI, RC_NMI, NRC };
+static const char *const rc_name[NRC] = { "hlts", "wakes", "irqs", "eois", "pv_eois", "nmis" };
+static volatile u32 rc[NRC][MAX_CPUS];
+static u32 rc0[NRC][MAX_CPUS];          /* at the open section's start */
+/* An AP between "on its way into HLT" (halting set, hlt_tsc the TSC's
+ * low word then) and the interrupt that wakes it. */
+static volatile u32 halting[MAX_CPUS], hlt_tsc[MAX_CPUS];
+
+/* ap_hlt: "sti; hlt". An interrupt taken at ap_hlt_woke ended the HLT
+ * (the only way there). */
+void ap_hlt(void);
+extern const char ap_hlt_woke[];
+asm(".text\n.globl ap_hlt, ap_hlt_woke\nap_hlt:\n\tsti\n\thlt\nap_hlt_woke:\n\tret\n");
+
+/* A receiver's look at what its interrupt (or NMI) interrupted: with
+ * halting set, either its HLT (woken: count it, the HLT is over) or the
+ * way into it (it halts once the handler returns: halted from now). */
+static void recv_taken(struct frame *f, u32 me)
+{
+	if (!halting[me])
+		return;
+	if (f->eip == (u32)ap_hlt_woke) {
+		rc[RC_WAKE][me]++;
+		halting[me] = 0;
+	} else {
+		hlt_tsc[me] = (u32)rdtsc();
+	}
+}
 /* Receivers: exactly one APIC access (the EOI) per IPI, except V_CMD. EOI
  * before counting: once the BSP sees the count, the EOI exit is over. */
 /* pveoi=1: KVM's PV EOI (eoi_pv, apicmode.h): if the VMM set our bit,
@@ -71,21 +118,28 @@ static u32 part_min = 1, part_max = MAX_CPUS; /* sections count APs with these I
  * EOI access in the guest's own tally below. */
 static volatile u32 pveoi_used[MAX_CPUS];
 
-static void eoi(void)
+static void eoi(u32 me)
 {
 	int cpu = this_cpu();
 	if (eoi_pv(cpu)) {
 		pveoi_used[cpu]++;
 		apic_acc[cpu]++;
+		rc[RC_PVEOI][me]++;
+	} else {
+		rc[RC_EOI][me]++;
 	}
 }
 
+/* Counts before the BSP can see the interrupt (tot): once it does, they
+ * hold it. */
 static void on_ipi(struct frame *f)
 {
 	u32 me = cpu_apicid[this_cpu()] & (MAX_CPUS - 1), v = f->vec - 0x40;
+	recv_taken(f, me);
+	rc[RC_IRQ][me]++;
 	if (f->vec == V_CMD)
 		apic_write(APIC_TPR, want_tpr[me]);
-	eoi();
+	eoi(me);
 	got[v][me]++;
 	atomic_inc(&tot[v]);
 }
@@ -94,8 +148,10 @@ static void on_ipi(struct frame *f)
  * the CPU keeps NMIs blocked afterwards: each AP takes one NMI at most. */
 static void on_nmi(struct frame *f)
 {
-	(void)f;
-	nmis[cpu_apicid[this_cpu()] & (MAX_CPUS - 1)]++;
+	u32 me = cpu_apicid[this_cpu()] & (MAX_CPUS - 1);
+	recv_taken(f, me);
+	rc[RC_NMI][me]++;
+	nmis[me]++;
 }
 
 static void on_gp(struct frame *f)
@@ -117,6 +173,27 @@ static void send_to(u32 id, u32 vec)
 	}
 	icr_to(id, vec);
 	sent[vec - 0x40][id]++;
+}
+
+/* Until APIC ID id has been on its way into HLT (or in it) for gap
+ * cycles: long enough for its HLT exit to be over, so an IPI finds it
+ * halted and a marker comes after that exit. Waits at most gap cycles once
+ * the AP is on its way (its TSC may differ a little). */
+static void wait_halted(u32 id, const char *what)
+{
+	if (!WAIT(halting[id], 10 + n / 16))
+		die(what, "APIC ID %u did not get back to HLT", id);
+	u32 t0 = (u32)rdtsc();
+	while ((u32)rdtsc() - hlt_tsc[id] < gap && (u32)rdtsc() - t0 < gap)
+		pause();
+}
+
+/* Every AP but the spinning ones (sections 4-5), before a marker. */
+static void wait_all_halted(const char *what)
+{
+	for (u32 id = 1; id < n; id++)
+		if (!spin[id])
+			wait_halted(id, what);
 }
 
 /* Waits up to 10 s, and 1 s more per 16 CPUs: a broadcast to 1023 halted
@@ -142,16 +219,45 @@ static void ap_main(int idx)
 				pause();
 			spinning[me] = 0;
 		}
-		asm volatile("sti; hlt");
+		hlt_tsc[me] = (u32)rdtsc();     /* before halting: the BSP reads it after */
+		halting[me] = 1;
+		rc[RC_HLT][me]++;               /* the HLT below; once on the way, it runs */
+		ap_hlt();
 	}
 }
 
 /* ---- accounting sections ---- */
 static void sec_begin(u32 s)
 {
+	wait_all_halted("section start");
 	for (u32 i = 0; i < n; i++)
 		acc0[i] = apic_acc[i];
+	for (u32 c = 0; c < NRC; c++)
+		for (u32 id = 0; id < n; id++)
+			rc0[c][id] = rc[c][id];
 	section(s);
+}
+
+/* The receivers' counts of the section just closed: " name=runs" for
+ * each (see the top). */
+static void print_rc(const char *name)
+{
+	printf("# %s: receivers", name);
+	for (u32 c = 0; c < NRC; c++) {
+		printf(" %s=", rc_name[c]);
+		if (n < 2)
+			printf("none");
+		for (u32 a = 1, b; a < n; a = b + 1) {
+			u32 v = rc[c][a] - rc0[c][a];
+			for (b = a; b + 1 < n && rc[c][b + 1] - rc0[c][b + 1] == v; b++)
+				;
+			if (b > a)
+				printf("%s%u-%u:%u", a > 1 ? "," : "", a, b, v);
+			else
+				printf("%s%u:%u", a > 1 ? "," : "", a, v);
+		}
+	}
+	printf("\n");
 }
 
 /* Close the section, print the APIC accesses the guest made in it and check
@@ -159,6 +265,7 @@ static void sec_begin(u32 s)
 static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u32 other_want, int bsp_sends_only)
 {
 	u32 bad = 0, bad_idx = 0, bad_d = 0, nm = 0;
+	wait_all_halted("section end");
 	section(0);
 	/* govmm's own count of the section, read back from the window port
 	 * (what govmm's Linux microbenchmark prints as exits per op). */
@@ -174,6 +281,7 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 	printf("# %s: icr_sends=%u bsp_apic=%u member_aps=%u apic_each=%u other_aps=%u apic_each=%u\n",
 	       name, icrs, bsp, nm, member_want, n - 1 - nm, other_want);
 	printf("# %s: govmm counted bsp_exits=%u all_exits=%u\n", name, govmm_bsp, govmm_all);
+	print_rc(name);
 	/* Where the BSP only sends, each of its exits is one APIC access it
 	 * counted itself: govmm must attribute exactly those to it. */
 	if (bsp_sends_only && govmm_bsp != bsp)
@@ -192,6 +300,8 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 static u32 multicast(u32 vec)
 {
 	u32 icrs = 0, lo = first, lim = first + dests; /* all members: checked in test_main */
+	for (u32 id = lo; id < lim; id++)
+		wait_halted(id, "multicast");
 	if (mode == PV) {               /* one trap for every destination */
 		memset(pv_bitmap, 0, sizeof pv_bitmap);
 		for (u32 id = lo; id < lim; id++)
@@ -280,8 +390,9 @@ void test_main(void)
 	int strict = !(lp && streq(lp, "any")), x2 = mode >= X2PHYS;
 	int bcast_logical = logical && !(bc && streq(bc, "phys"));
 	rounds = param_u32("rounds", 2);
+	gap = param_u32("gap", 10000000);
 	n = ncpus;
-	printf("# mode=%s rounds=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds,
+	printf("# mode=%s rounds=%u gap=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds, gap,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");
 	const char *ds = param("dests"), *al = param("aligned");
 	mode_require();
@@ -319,6 +430,7 @@ void test_main(void)
 		for (u32 id = 1; id < n; id++) {
 			if (!member(id))
 				continue;
+			wait_halted(id, "unicast");
 			send_to(id, V_UNI);
 			wait_tot(V_UNI, ++want, "unicast");
 		}
@@ -338,8 +450,10 @@ void test_main(void)
 	/* ---- section 3: broadcast ---- */
 	sec_begin(3);
 	for (u32 r = 0; r < rounds; r++) {
+		wait_all_halted("broadcast");
 		apic_icr_short(ICR_ALLBUT | V_ALLBUT);
 		wait_tot(V_ALLBUT, (n - 1) * (r + 1), "broadcast all-but-self");
+		wait_all_halted("broadcast");
 		apic_icr(x2 ? 0xFFFFFFFF : 0xFF, (bcast_logical ? ICR_LOGICAL : 0) | V_BCAST);
 		wait_tot(V_BCAST, n * (r + 1), "broadcast destination");
 	}
