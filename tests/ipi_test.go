@@ -96,8 +96,8 @@ func checkReceivers(t *testing.T, g *guestRun, sec int, guest ipirecv.Section, e
 		c := guest[ap.CPU]
 		spinner := sec >= 4 && ap.CPU <= spinners
 		hlt, eoiN, kick := exits(ap, exitcause.HLT), exits(ap, eoi), exits(ap, exitcause.Kick)
-		running := c.IRQs + c.NMIs - c.Wakes // taken while not halted
-		if hlt != c.HLTs || eoiN != c.EOIs || ap.Wakeups != c.Wakes || kick != running {
+		running := int64(c.IRQs+c.NMIs) - int64(c.Wakes) // taken while not halted
+		if hlt != c.HLTs || eoiN != c.EOIs || ap.Wakeups != c.Wakes || int64(kick) != running {
 			t.Errorf("section %d: CPU %d: govmm counted %d HLT exits, %d EOI exits, %d wake-ups, %d kicks; "+
 				"the CPU itself %d HLTs, %d exiting EOIs, %d interrupts at its HLT, %d interrupts and NMIs while running",
 				sec, ap.CPU, hlt, eoiN, ap.Wakeups, kick, c.HLTs, c.EOIs, c.Wakes, running)
