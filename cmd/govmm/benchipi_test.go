@@ -58,14 +58,7 @@ func TestBenchIPI(t *testing.T) {
 	}
 	seen := 0
 	for _, r := range recs {
-		get := func(k string) string { return r[col[k]] }
-		n := func(k string) uint64 {
-			v, err := strconv.ParseUint(get(k), 10, 64)
-			if err != nil {
-				t.Fatalf("CSV %s = %q: %v", k, get(k), err)
-			}
-			return v
-		}
+		get, n := csvCells(t, r, col)
 		num := func(k string) float64 {
 			v, err := strconv.ParseFloat(get(k), 64)
 			if err != nil {

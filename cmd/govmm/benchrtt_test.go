@@ -47,14 +47,7 @@ func TestBenchRTT(t *testing.T) {
 	}
 	floors := 0
 	for _, r := range recs {
-		get := func(k string) string { return r[col[k]] }
-		n := func(k string) uint64 {
-			v, err := strconv.ParseUint(get(k), 10, 64)
-			if err != nil {
-				t.Fatalf("CSV %s = %q: %v", k, get(k), err)
-			}
-			return v
-		}
+		get, n := csvCells(t, r, col)
 		name := strings.Join([]string{get("mode"), get("delivery"), get("receiver"), "poll-" + get("halt_poll")}, "/")
 		perICR := uint64(1)
 		if get("mode") == "xapic-phys" {

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -35,4 +36,18 @@ func readReportCSV(t *testing.T, dir string) (rows [][]string, col map[string]in
 		col[h] = i
 	}
 	return recs[1:], col
+}
+
+// csvCells reads one row of a report.csv by column name: get gives the
+// cell as written, n the cell as a count (anything else fails the test).
+func csvCells(t *testing.T, row []string, col map[string]int) (get func(string) string, n func(string) uint64) {
+	get = func(k string) string { return row[col[k]] }
+	n = func(k string) uint64 {
+		v, err := strconv.ParseUint(get(k), 10, 64)
+		if err != nil {
+			t.Fatalf("CSV %s = %q: %v", k, get(k), err)
+		}
+		return v
+	}
+	return get, n
 }
