@@ -81,18 +81,26 @@ func TestBenchRTT(t *testing.T) {
 		if n("guest_pv_eois") != wantPV || n("guest_eois")+n("guest_pv_eois") != 20 {
 			t.Errorf("%s: the guest's EOIs: %d exiting, %d by PV EOI; want %d by PV EOI of 20", name, n("guest_eois"), n("guest_pv_eois"), wantPV)
 		}
-		if sum := hlt + eoi + kick; sum != n("receiver_exits") {
-			t.Errorf("%s: receiver exits %d, of which HLT %d, EOI %d, kick %d: others %v", name, n("receiver_exits"), hlt, eoi, kick, causes)
+		window := causes["irq_window"]
+		if sum := hlt + eoi + kick + window; sum != n("receiver_exits") {
+			t.Errorf("%s: receiver exits %d, of which HLT %d, EOI %d, kick %d, window %d: others %v", name, n("receiver_exits"), hlt, eoi, kick, window, causes)
 		}
-		switch get("receiver") {
-		case "spinning":
-			if kick != 20 || hlt != 0 || n("wakeups") != 0 {
-				t.Errorf("%s: %d kicks, %d HLT exits, %d wake-ups; want 20, 0, 0", name, kick, hlt, n("wakeups"))
-			}
-		case "halted":
-			if n("wakeups")+kick != 20 || n("wakeups") == 0 {
-				t.Errorf("%s: %d wake-ups and %d kicks for 20 IPIs", name, n("wakeups"), kick)
-			}
+		// Each IPI reached the receiver through exactly one of: a wake-up
+		// from HLT, a kick out of the guest, or none (it found the vCPU in
+		// govmm), and was injected at once or, when the receiver had
+		// interrupts off (the previous IPI's handler, after its EOI exit,
+		// on a host that held it up for the whole gap), through an
+		// interrupt window: so wake-ups and kicks are at most one per IPI,
+		// and with the windows at least one per IPI.
+		ways := n("wakeups") + kick
+		if ways > 20 || ways+window < 20 {
+			t.Errorf("%s: %d wake-ups, %d kicks and %d windows for 20 IPIs", name, n("wakeups"), kick, window)
+		}
+		if get("receiver") == "spinning" && (hlt != 0 || n("wakeups") != 0) {
+			t.Errorf("%s: a spinning receiver took %d HLT exits and %d wake-ups", name, hlt, n("wakeups"))
+		}
+		if get("receiver") == "halted" && n("wakeups") == 0 {
+			t.Errorf("%s: a halted receiver never woke", name)
 		}
 		if f, err := strconv.ParseFloat(get("at_floor_cycles"), 64); err != nil || f <= 0 {
 			t.Errorf("%s: its exits at the floor %q: the floor was not measured", name, get("at_floor_cycles"))
