@@ -17,10 +17,10 @@ import (
 // send and nothing else); the receiver's HLT and EOI exits equal to the
 // HLTs and exiting EOIs rtt.elf's receiver counted itself (independent of
 // govmm's accounting), none with AVIC's PV EOI, whose EOIs the guest saw
-// completed without an exit, one per round trip; a spinning receiver
-// exactly one kick per round trip and no HLT; every IPI to a halted one
-// either woke it or, when a loaded host kept it from reaching HLT in time,
-// kicked it; no other exit. Halt polling is counted only with it on. The
+// completed without an exit, one per round trip; a spinning receiver no
+// HLT; every IPI either woke the receiver, kicked it or found it in
+// govmm, and an interrupt window only where it had interrupts off; no
+// other exit. Halt polling is counted only with it on. The
 // IPI floor's rows (the C VMM, run beside govmm) are there for both modes,
 // with the sender's exits the same as govmm's.
 func TestBenchRTT(t *testing.T) {
