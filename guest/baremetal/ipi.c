@@ -5,7 +5,11 @@
  *          bcast=logical|phys (default: logical in logical modes)
  *          dests=N (default: every member AP) aligned=1 pveoi=1
  *          gap=G (TSC cycles a receiver has been halted before an IPI
- *          or a section marker; default 10000000)
+ *          or a section marker; default 10000000; 0: no wait at all, IPIs
+ *          may then find receivers on their way into HLT or still in
+ *          their handler, and a receiver's HLT exit may fall outside its
+ *          section: the receivers' counts below no longer match a
+ *          section's exits exactly)
  * lowprio=any and bcast=phys only exist for QEMU's APIC, which picks the
  * first CPU of a lowest-priority set and ignores logical destination 0xFF
  * in cluster mode (and for LDR 0 CPUs in flat mode); KVM and the SDM don't.
@@ -181,6 +185,8 @@ static void send_to(u32 id, u32 vec)
  * the AP is on its way (its TSC may differ a little). */
 static void wait_halted(u32 id, const char *what)
 {
+	if (!gap)
+		return;
 	if (!WAIT(halting[id], 10 + n / 16))
 		die(what, "APIC ID %u did not get back to HLT", id);
 	u32 t0 = (u32)rdtsc();
