@@ -26,7 +26,7 @@
  *               ceil(N/C) ICR writes, the cluster-aligned minimum
  *   3 broadcast vector 0x44 all-excluding-self shorthand, then vector 0x46
  *               to destination 0xFF / 0xFFFFFFFF (BSP receives it too)
- *   4 kick      vector 0x48 to up to 3 member APs that spin with IF=1 in
+ *   4 kick      vector 0x49 to up to 3 member APs that spin with IF=1 in
  *               guest code instead of halting: the VMM must kick them
  *   5 nmi       an NMI IPI to each of those spinning APs (no EOI)
  * Inside a section the BSP touches the APIC only to send (xAPIC: read ICR,
