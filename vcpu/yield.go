@@ -30,9 +30,10 @@ import (
 // on one CPU, as a pinned vCPU thread is, the vCPU thread and those threads
 // took turns at every exit: bench-exits inside the nested AMD-V host
 // measured govmm at 4.4-6.0x the floor VMM, 540,000 context switches
-// per run; with this yield (every 5 ms), 1.26-1.39x and 19,000
+// per run; with this yield (then every 5 ms; 8 ms since issue 38),
+// 1.26-1.39x and 19,000
 // (docs/exit-cost.md). A yield of a locked goroutine costs two thread
-// switches; one per 5 ms of a busy guest is nothing beside that.
+// switches; one per 8 ms of a busy guest is little beside that.
 func (v *VCPU) yieldIfDue() {
 	if v.yieldEvery == 0 {
 		return

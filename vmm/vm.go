@@ -99,11 +99,16 @@ type VM struct {
 // never outlive the test or command that runs it.
 var StopGrace = 10 * time.Second
 
-// VCPUYieldEvery is how long a vCPU goroutine may run without blocking
-// before it yields to Go's scheduler (vcpu.Config.YieldEvery): half of
-// the 10 ms after which Go's sysmon would take the vCPU thread's P at
-// every KVM_RUN (vcpu/yield.go).
-const VCPUYieldEvery = 5 * time.Millisecond
+// VCPUYieldEvery is how long a vCPU goroutine may run between yields to
+// Go's scheduler (vcpu.Config.YieldEvery): under the 10 ms after which Go's
+// sysmon would take the vCPU thread's P at every KVM_RUN (vcpu/yield.go),
+// with a margin for a host TSC whose rate is not quite the kernel's. Each
+// yield of a locked goroutine costs three thread switches, so the longer
+// the better below that: in the nested AMD-V host (x2APIC round trips,
+// two rounds), every 5 ms 8,760-8,790 context switches per 4,000 round
+// trips, every 8 ms 7,070-7,160, every 9 ms 6,670-7,550, every 20 ms
+// 15,700-16,000 (sysmon's retakes) (docs/exit-cost.md).
+const VCPUYieldEvery = 8 * time.Millisecond
 
 // Result is how a VM ended.
 type Result struct {
