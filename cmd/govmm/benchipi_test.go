@@ -220,3 +220,27 @@ func TestWhyClasses(t *testing.T) {
 		t.Errorf("recvWhy misses an x2APIC EOI write: %q", got)
 	}
 }
+
+// TestIPILateOrLost: ipi.elf's verdicts on an IPI past its first limit are
+// told apart: a late one is a note in the report, a lost one names itself
+// in the error.
+func TestIPILateOrLost(t *testing.T) {
+	log := "# late unicast: vector 40 delivered 2042 of 2048 in 74 s, all 2048 within 814 s\nPASS ipi\n"
+	m := reIPILate.FindAllStringSubmatch(log, -1)
+	if len(m) != 1 || m[0][1] != "unicast: vector 40 delivered 2042 of 2048 in 74 s, all 2048 within 814 s" {
+		t.Errorf("late lines %q", m)
+	}
+	if n := lateNote([]string{"x2apic-phys plain dests=1: " + m[0][1]}); !strings.Contains(n, "Late IPIs") || !strings.Contains(n, "2042 of 2048") {
+		t.Errorf("late note %q", n)
+	}
+	if lateNote(nil) != "" {
+		t.Error("a note without late IPIs")
+	}
+	lost := "FAIL unicast: lost: vector 40 delivered 2047 times, want 2048, after 814 s\n"
+	if got := reIPILost.FindString(lost); got != "lost: vector 40 delivered 2047 times, want 2048, after 814 s" {
+		t.Errorf("lost %q", got)
+	}
+	if reIPILost.FindString(log) != "" {
+		t.Error("a late IPI read as lost")
+	}
+}
