@@ -601,6 +601,9 @@ func (vm *VM) Close() {
 		// process is about to report the failure; leave them to its exit.
 		return
 	}
+	// A VM closed without having run still ends: its vCPUs' goroutines
+	// that wait for the end (vcpu.New) return.
+	vm.stop("closed", -1, nil)
 	vm.pci.close()
 	for _, c := range vm.kvcpu {
 		if c != nil {
