@@ -75,14 +75,32 @@ static void ap_main(int idx)
 	rtt_receive();
 }
 
+/* settle, for a halted receiver, waits until it is in its HLT (it has
+ * halted once more than it took IPIs) and then SETTLE cycles more, so
+ * that the HLT's exit is behind the section marker that follows: the
+ * receiver's count of its HLTs and the VMM's of its HLT exits then cover
+ * the same HLTs, however long the host held its thread after the IPI
+ * (within SETTLE). Outside the timed round trips. */
+#define SETTLE 10000000u
+static void settle(void)
+{
+	if (!WAIT(rtt_hlts == rtt_acks + 1, 10))
+		die("settle", "the receiver did not halt: %u HLTs, %u IPIs", rtt_hlts, rtt_acks);
+	delay(SETTLE);
+}
+
 /* One section of rounds round trips, and its line. */
 static void measure(u32 sec, const char *receiver, u32 rounds, u32 gap)
 {
 	u32 mm[2];
 	u32 base = rtt_acks;
+	if (!rtt_spin)
+		settle();
 	section(sec);
 	u32 hlts = rtt_hlts, acks = rtt_acks, pv = pv_eois;
 	u64 total = rtt_measure(rounds, gap, mm);
+	if (!rtt_spin)
+		settle();
 	hlts = rtt_hlts - hlts, acks = rtt_acks - acks, pv = pv_eois - pv;
 	section(0);
 	/* No 64-bit division here (no libgcc): the total goes out in hex.
