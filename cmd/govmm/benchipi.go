@@ -234,6 +234,25 @@ var (
 	reIPILost = regexp.MustCompile(`lost: vector [0-9a-f]+ delivered \d+ times, want \d+, after \d+ s`)
 )
 
+// passed says why a run of ipi.elf did not pass, naming a lost IPI, and
+// keeps (and shows) the IPIs a passed run saw arrive late, for the case
+// named what.
+func (b *ipiBench) passed(cmdline string, res vmm.Result, log, what string) error {
+	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS ipi") {
+		why := "did not pass"
+		if m := reIPILost.FindString(log); m != "" {
+			why = "lost an IPI (" + m + ")"
+		}
+		return fmt.Errorf("ipi.elf %q %s (status %d, %s, %v); its console:\n%s", cmdline, why, res.Status, res.How, res.Err, log)
+	}
+	for _, l := range reIPILate.FindAllStringSubmatch(log, -1) {
+		late := what + ": " + l[1]
+		b.late = append(b.late, late)
+		fmt.Fprintf(b.progress, "late: %s\n", late)
+	}
+	return nil
+}
+
 // lateNote is the report's paragraph on late IPIs ("" without any).
 func lateNote(late []string) string {
 	if len(late) == 0 {
@@ -270,17 +289,8 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	defer vm.Close()
 	res := vm.Run(b.timeout)
 	log := con.String()
-	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS ipi") {
-		what := "did not pass"
-		if m := reIPILost.FindString(log); m != "" {
-			what = "lost an IPI (" + strings.TrimSpace(m) + ")"
-		}
-		return uni, multi, fmt.Errorf("ipi.elf %q %s (status %d, %s, %v); its console:\n%s", cmdline, what, res.Status, res.How, res.Err, log)
-	}
-	for _, l := range reIPILate.FindAllStringSubmatch(log, -1) {
-		late := fmt.Sprintf("%s %s dests=%d: %s", uni.Mode, uni.Delivery, multi.Dests, l[1])
-		b.late = append(b.late, late)
-		fmt.Fprintf(b.progress, "late: %s\n", late)
+	if err := b.passed(cmdline, res, log, fmt.Sprintf("%s %s dests=%d", uni.Mode, uni.Delivery, multi.Dests)); err != nil {
+		return uni, multi, err
 	}
 	m := reIPISummary.FindStringSubmatch(log)
 	if m == nil {
