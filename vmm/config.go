@@ -234,7 +234,7 @@ func CheckAffinity(cpus []int) error {
 	}
 	for _, c := range cpus {
 		if c < 0 || c >= len(set)*64 || !set.IsSet(c) {
-			return fmt.Errorf("--cpu-affinity: host CPU %d is not one this process may run on (%d of them: see taskset -p $$)", c, set.Count())
+			return fmt.Errorf("--cpu-affinity: host CPU %d is not one this process may run on (taskset -p $$ lists them)", c)
 		}
 	}
 	return nil
