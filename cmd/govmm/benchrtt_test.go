@@ -92,9 +92,18 @@ func TestBenchRTT(t *testing.T) {
 		// on a host that held it up for the whole gap), through an
 		// interrupt window: so wake-ups and kicks are at most one per IPI,
 		// and with the windows at least one per IPI.
+		// One race costs one more: a kick sent as the receiver was on its
+		// way into HLT, whose HLT exit then took the IPI (a wake-up), and
+		// whose signal ended the next KVM_RUN, finding the PV EOI the
+		// guest had done by then (a kick that brought work). Seen 1 in 5
+		// runs of this test on a loaded host with AVIC; the kick protocol
+		// allows it (vcpu/kick.go), the floor VMM's the same. More than one
+		// such race in 20 round trips fails.
 		ways := n("wakeups") + kick
-		if ways > 20 || ways+window < 20 {
+		if ways > 20+1 || ways+window < 20 {
 			t.Errorf("%s: %d wake-ups, %d kicks and %d windows for 20 IPIs", name, n("wakeups"), kick, window)
+		} else if ways > 20 {
+			t.Logf("%s: %d wake-ups and %d kicks for 20 IPIs: a kick raced the receiver's HLT exit", name, n("wakeups"), kick)
 		}
 		if get("receiver") == "spinning" && (hlt != 0 || n("wakeups") != 0) {
 			t.Errorf("%s: a spinning receiver took %d HLT exits and %d wake-ups", name, hlt, n("wakeups"))

@@ -81,7 +81,7 @@ static void ap_main(int idx)
  * receiver's count of its HLTs and the VMM's of its HLT exits then cover
  * the same HLTs, however long the host held its thread after the IPI
  * (within SETTLE). Outside the timed round trips. */
-#define SETTLE 10000000u
+#define SETTLE 100000000u
 static void settle(void)
 {
 	if (!WAIT(rtt_hlts == rtt_acks + 1, 10))
