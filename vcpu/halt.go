@@ -57,9 +57,9 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 
 // pollWake spins until a wake-up signal comes or the poll window, counted
 // from start, ends; it says whether one came (and takes it). Every wake-up
-// arrives as that wake-up (Notify, after the sender set IRR or posted to
+// arrives through the waker (Notify, after the sender set IRR or posted to
 // the AVIC page; the LAPIC timer's host timer, which syncTimer armed, also
-// notifies), so the spin reads one channel length and the clock, and takes
+// notifies), so the spin reads the waker's word and the clock, and takes
 // no lock a sender needs. Polls and their time are counted.
 func (v *VCPU) pollWake(start int64) bool {
 	win := v.poll.Poll()

@@ -22,11 +22,10 @@ func (v *VCPU) Run() error {
 	// pinned there): a goroutine that ends locked takes its thread with
 	// it. Threads Go starts meanwhile are not cloned from this one (the
 	// runtime starts them from its template thread for a locked M).
+	v.tid.Store(int32(unix.Gettid()))
 	if v.hostCPU < 0 {
 		defer runtime.UnlockOSThread()
-	}
-	v.tid.Store(int32(unix.Gettid()))
-	if v.hostCPU >= 0 {
+	} else {
 		var set unix.CPUSet
 		set.Set(v.hostCPU)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
