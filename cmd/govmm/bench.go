@@ -64,12 +64,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if *ops < 1 {
 		return 0, fmt.Errorf("--ops must be at least 1")
 	}
-	kpath := filepath.Join(cacheDir(), "linux", "vmlinux")
-	img, err := os.ReadFile(kpath)
+	im, err := loadKernelImages()
 	if err != nil {
-		return 0, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel'", err)
+		return 0, err
 	}
-	rd, _ := os.ReadFile(filepath.Join(cacheDir(), "initramfs.cpio"))
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return 0, err
 	}
@@ -81,7 +79,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 			i++
 			fmt.Fprintf(stdout, "[%d/%d] %s, %d vCPUs: booting ... ", i, total, m, n)
 			start := time.Now()
-			rows, err := benchOne(m, n, *ops, img, rd, *timeout)
+			rows, err := benchOne(m, n, *ops, im, *timeout)
 			if err != nil {
 				fmt.Fprintln(stdout, "failed")
 				return 0, fmt.Errorf("%s on %d vCPUs: %w", m, n, err)
@@ -97,31 +95,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	return 0, writeBench(rep, *out, stdout)
 }
 
-func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration) ([]benchreport.Row, error) {
+func benchOne(mode string, cpus, ops int, im kernelImages, timeout time.Duration) ([]benchreport.Row, error) {
 	bm := benchModes[mode]
-	cfg, lm, err := linuxguest.VMConfig(bm.apic, cpus, true, bm.pvIPI, fmt.Sprintf("govmm.ipibench=%d", ops))
+	m, err := linuxguest.CheckMode(bm.apic, cpus, true)
 	if err != nil {
 		return nil, err
 	}
-	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
-	// The benchmark runs before /init; at the shell, power off.
-	script, err := linuxguest.NewConsoleScript(con, linuxguest.ShellCommands()...)
+	b := kernelBench{mode: m, cpus: cpus, pvIPI: bm.pvIPI, pvEOI: bm.pvEOI, avic: bm.avic, cmdline: fmt.Sprintf("govmm.ipibench=%d", ops)}
+	log, sections, err := b.run(im, timeout)
 	if err != nil {
 		return nil, err
-	}
-	defer script.Close()
-	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = img, rd, con, 512<<20, bm.pvEOI, bm.avic
-	cfg.ConsoleInput = script
-	vm, err := vmm.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer vm.Close()
-	res := vm.Run(timeout)
-	log := con.Log()
-	st := linuxguest.ParseLog(log)
-	if err := st.Verify(lm, cpus, bm.pvIPI); err != nil {
-		return nil, fmt.Errorf("%v (ended by %s: %v)", err, res.How, res.Err)
 	}
 	sender := 0
 	if m := reIPIBenchCPU.FindStringSubmatch(log); m != nil {
@@ -135,7 +118,7 @@ func benchOne(mode string, cpus, ops int, img, rd []byte, timeout time.Duration)
 		cycles[s], _ = strconv.ParseFloat(m[4], 64)
 	}
 	var rows []benchreport.Row
-	for _, sec := range vm.Accounting().Sections() {
+	for _, sec := range sections {
 		if _, ok := kinds[sec.ID]; !ok {
 			continue
 		}
@@ -171,14 +154,13 @@ func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {
 	names := map[int]string{1: "unicast round trip", 2: "call-function on all other CPUs", 3: "flush_tlb_all"}
 	for sec, name := range names {
 		if err := create(fmt.Sprintf("exits-section%d.svg", sec), func(w io.Writer) error {
-			rep.WriteSVG(w, sec, "exits per "+name+" (all vCPUs)", benchreport.Row.Total)
-			return nil
+			return rep.WriteSVG(w, sec, "exits per "+name+" (all vCPUs)", "exits per operation", benchreport.Row.Total)
 		}); err != nil {
 			return err
 		}
 		if err := create(fmt.Sprintf("cycles-section%d.svg", sec), func(w io.Writer) error {
-			rep.WriteSVG(w, sec, "guest cycles per "+name, func(r benchreport.Row) float64 { return r.Cycles })
-			return nil
+			return rep.WriteSVG(w, sec, "guest cycles per "+name, "guest TSC cycles per operation",
+				func(r benchreport.Row) float64 { return r.Cycles })
 		}); err != nil {
 			return err
 		}

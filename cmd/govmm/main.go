@@ -48,6 +48,10 @@ commands:
           run the bare-metal round-trip guest (rtt.elf) per APIC mode and delivery path, to a
           halted and a spinning receiver, with halt polling on and off; write the table of
           cycles and exits per IPI round trip as Markdown and CSV
+  bench-seeds
+          rerun the three upstream experiments behind govmm's modes (mixed: Xen's mixed x2APIC
+          mode; pv-ipi: KVM's PV send-IPI against the native IPI; x2apic: Xen's x2APIC without
+          remapping) in govmm's kernel; report each in the post's shape, with its statistics
   top     a live terminal view of a running govmm's dashboard (--dashboard), like kvm_stat
   host    run probe VMs on this host's KVM and print what it really does (what run and boot
           configure from)
@@ -67,7 +71,7 @@ Run 'govmm help <command>' for its flags.
 // status, or an error said in one line with status 2.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
 	"run": cmdRun, "boot": cmdBoot, "top": cmdTop, "bench": cmdBench, "bench-ipi": cmdBenchIPI,
-	"bench-exits": cmdBenchExits, "bench-rtt": cmdBenchRTT, "host": cmdHost, "map": cmdMap, "nested": cmdNested,
+	"bench-exits": cmdBenchExits, "bench-rtt": cmdBenchRTT, "bench-seeds": cmdBenchSeeds, "host": cmdHost, "map": cmdMap, "nested": cmdNested,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchSeeds runs the three seeds' experiments at their smallest size
+// (4 vCPUs) in govmm's kernel and checks govmm's counts exactly against
+// what Linux's code sends for them:
+//   - mixed: each flush_tlb_all() is one CALL_FUNCTION IPI to each of the
+//     3 other CPUs; physical mode writes the ICR once per target (3 per
+//     flush), cluster and mixed once for the one cluster (1 per flush);
+//   - pv-ipi: one call, one IPI: govmm's PV send-IPI one trap per call,
+//     xAPIC flat's driver 3 exits (ICR busy read, ICR2, ICR), x2APIC
+//     physical's one WRMSR;
+//   - x2apic: every round of every CPU is one flush_tlb_all(), 3
+//     CALL_FUNCTION IPIs; xAPIC on 4 CPUs is logical flat (one ICR write,
+//     3 exits, for all 3 targets), x2APIC physical one WRMSR per target.
+//
+// The times are the emulator's and are not checked; the statistics are
+// (seedstat's tests, on the post's own figures).
+func TestBenchSeeds(t *testing.T) {
+	needKVM(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"bench-seeds", "all", "--cpus", "4", "--samples", "2", "--loops", "5", "--out", out}, &stdout, &stderr)
+	t.Logf("stdout:\n%s", stdout.String())
+	if status != 0 {
+		t.Fatalf("bench-seeds exited %d:\n%s", status, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res seedsResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	const others = 3
+	if len(res.Mixed) != 3 {
+		t.Fatalf("mixed: %d modes reported, want 3", len(res.Mixed))
+	}
+	for _, r := range res.Mixed {
+		icr := map[string]uint64{"physical": others, "cluster": 1, "mixed": 1}[r.Mode]
+		n := uint64(r.Flushes)
+		if r.Flushes != 10 || len(r.Samples) != 2 {
+			t.Errorf("mixed %s: %d flushes in %d samples, want 10 in 2", r.Mode, r.Flushes, len(r.Samples))
+		}
+		if r.SenderIPISends != n*icr || r.IPISendExits != n*icr {
+			t.Errorf("mixed %s: sender's IPI-send exits %d (all vCPUs' %d), want %d (%d per flush)", r.Mode, r.SenderIPISends, r.IPISendExits, n*icr, icr)
+		}
+		if r.IPIs != n*others || r.CallFunction != n*others {
+			t.Errorf("mixed %s: %d IPIs delivered, %d CALL_FUNCTION injected, want %d of each", r.Mode, r.IPIs, r.CallFunction, n*others)
+		}
+	}
+	if len(res.PVIPI) != 8 {
+		t.Fatalf("pv-ipi: %d rows, want 8 (2 APIC modes x 2 deliveries x 2 functions)", len(res.PVIPI))
+	}
+	for _, r := range res.PVIPI {
+		per := uint64(1)
+		switch {
+		case !r.Native && r.Function != "govmm_send_ipi_mask":
+			t.Errorf("pv-ipi %s %s: apic->send_IPI_mask is %s, want govmm_send_ipi_mask", r.APIC, r.Delivery, r.Function)
+		case r.Native && strings.HasPrefix(r.APIC, "xAPIC"):
+			per = 3
+			if r.Function != "flat_send_IPI_mask" {
+				t.Errorf("pv-ipi %s: native function %s, want flat_send_IPI_mask", r.APIC, r.Function)
+			}
+		}
+		c := uint64(r.Calls)
+		if r.SenderIPISends != c*per || r.IPIs != c {
+			t.Errorf("pv-ipi %s %s %s: %d IPI-send exits and %d IPIs for %d calls, want %d and %d", r.APIC, r.Delivery, r.Function, r.SenderIPISends, r.IPIs, c, c*per, c)
+		}
+	}
+	if len(res.X2APIC) != 2 {
+		t.Fatalf("x2apic: %d modes, want 2", len(res.X2APIC))
+	}
+	for _, r := range res.X2APIC {
+		flushes := uint64(r.CPUs * r.Rounds)
+		if r.Locks != flushes {
+			t.Errorf("x2apic %s: the lock taken %d times, want %d", r.Mode, r.Locks, flushes)
+		}
+		if r.IPIs != flushes*others || r.CallFunction != flushes*others {
+			t.Errorf("x2apic %s: %d IPIs delivered, %d CALL_FUNCTION injected, want %d", r.Mode, r.IPIs, r.CallFunction, flushes*others)
+		}
+		if r.IPISendExits != flushes*3 {
+			t.Errorf("x2apic %s: %d IPI-send exits, want %d (3 per flush)", r.Mode, r.IPISendExits, flushes*3)
+		}
+	}
+	for _, want := range []string{"x mixed\n+ phys\n* cluster\n", "Claims: ", "apic_ipi: IPI[govmm_send_ipi_mask] from CPU[0] to CPU[1]", "Average lock time: "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(out, "mixed.svg")); err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("mixed.svg: %v", err)
+	}
+}

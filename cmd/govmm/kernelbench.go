@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/linuxguest"
+	"github.com/govmm/govmm/vmm"
+)
+
+// kernelBench is one boot of govmm's guest kernel for a measurement its
+// patches run before /init (govmm.ipibench, the seeds' experiments): the
+// kernel command line asks for it, the kernel prints its results, govmm's
+// accounting counts its sections' exits, and at the shell it powers off.
+type kernelBench struct {
+	mode               linuxguest.Mode
+	cpus               int
+	pvIPI, pvEOI, avic bool
+	cmdline            string // the measurement's parameters
+}
+
+// kernelImages are govmm's guest kernel and initramfs, read once.
+type kernelImages struct{ kernel, initrd []byte }
+
+// loadKernelImages reads the kernel 'make kernel' builds, with a clear
+// error when it is not there.
+func loadKernelImages() (kernelImages, error) {
+	img, err := os.ReadFile(filepath.Join(cacheDir(), "linux", "vmlinux"))
+	if err != nil {
+		return kernelImages{}, fmt.Errorf("govmm's guest kernel is not built (%v): run 'make kernel'", err)
+	}
+	rd, _ := os.ReadFile(filepath.Join(cacheDir(), "initramfs.cpio"))
+	return kernelImages{img, rd}, nil
+}
+
+// run boots the kernel, checks that the boot is the one asked for (the
+// APIC mode, every CPU online, the PV send-IPI in use), and returns the
+// kernel's log and the accounting's sections.
+func (b kernelBench) run(im kernelImages, timeout time.Duration) (string, []accounting.Section, error) {
+	cfg := linuxguest.ModeConfig(b.mode, b.cpus, true, b.pvIPI, b.cmdline)
+	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
+	script, err := linuxguest.NewConsoleScript(con, linuxguest.ShellCommands()...)
+	if err != nil {
+		return "", nil, err
+	}
+	defer script.Close()
+	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = im.kernel, im.initrd, con, 512<<20, b.pvEOI, b.avic
+	cfg.ConsoleInput = script
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	defer vm.Close()
+	res := vm.Run(timeout)
+	log := con.Log()
+	if err := linuxguest.ParseLog(log).Verify(b.mode, b.cpus, b.pvIPI); err != nil {
+		return log, nil, fmt.Errorf("%v (ended by %s: %v)", err, res.How, res.Err)
+	}
+	return log, vm.Accounting().Sections(), nil
+}
