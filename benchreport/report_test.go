@@ -3,7 +3,6 @@ package benchreport
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/xml"
 	"strings"
 	"testing"
 )
@@ -43,20 +42,19 @@ func TestMarkdownAndCSV(t *testing.T) {
 
 func TestSVG(t *testing.T) {
 	var b bytes.Buffer
-	sample().WriteSVG(&b, 2, "exits per call-function", Row.Total)
-	var doc struct {
-		XMLName  xml.Name
-		Polyline []struct {
-			Points string `xml:"points,attr"`
-		} `xml:"polyline"`
+	if err := sample().WriteSVG(&b, 2, "exits per call-function", "exits per operation", Row.Total); err != nil {
+		t.Fatal(err)
 	}
-	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
-		t.Fatalf("not XML: %v", err)
+	texts := svgTexts(t, b.Bytes())
+	for _, want := range []string{"exits per call-function", "exits per operation", "vCPUs", "2", "4", "cluster", "physical"} {
+		if count(texts, want) == 0 {
+			t.Errorf("SVG lacks the text %q; it has %q", want, texts)
+		}
 	}
-	if doc.XMLName.Local != "svg" || len(doc.Polyline) != 2 {
-		t.Fatalf("want an svg with 2 lines (two modes), got %s with %d", doc.XMLName.Local, len(doc.Polyline))
+	if strings.Count(b.String(), "<path") < 2 {
+		t.Error("SVG has fewer paths than modes' lines")
 	}
-	if n := len(strings.Fields(doc.Polyline[0].Points)); n != 2 {
-		t.Errorf("cluster line has %d points, want 2", n)
+	if err := sample().WriteSVG(&b, 4, "no such section", "", Row.Total); err == nil {
+		t.Error("a section without rows plotted without error")
 	}
 }
