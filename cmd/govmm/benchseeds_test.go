@@ -22,6 +22,16 @@ import (
 //     CALL_FUNCTION IPIs; xAPIC on 4 CPUs is logical flat (one ICR write,
 //     3 exits, for all 3 targets), x2APIC physical one WRMSR per target.
 //
+// Linux may send an IPI of its own while a section is open (a wake-up
+// from the sender's timer tick): a reschedule or call-function-single IPI
+// to one CPU, which costs one more send exit in x2APIC (one WRMSR) and 3
+// in xAPIC. govmm counts every target an IPI reached, so IPIs delivered
+// beyond the experiment's own are such unicasts, and the send exits are
+// exactly the experiment's plus theirs. (CALL_FUNCTION injections are not
+// checked for equality: a target that ran its callback from the queue
+// before taking the interrupt still has the vector in IRR, and the next
+// flush's IPI coalesces with it, as on hardware.)
+//
 // The times are the emulator's and are not checked; the statistics are
 // (seedstat's tests, on the post's own figures).
 func TestBenchSeeds(t *testing.T) {
@@ -51,11 +61,11 @@ func TestBenchSeeds(t *testing.T) {
 		if r.Flushes != 10 || len(r.Samples) != 2 {
 			t.Errorf("mixed %s: %d flushes in %d samples, want 10 in 2", r.Mode, r.Flushes, len(r.Samples))
 		}
-		if r.SenderIPISends != n*icr || r.IPISendExits != n*icr {
-			t.Errorf("mixed %s: sender's IPI-send exits %d (all vCPUs' %d), want %d (%d per flush)", r.Mode, r.SenderIPISends, r.IPISendExits, n*icr, icr)
+		if r.IPIs < n*others || r.CallFunction > n*others || r.CallFunction == 0 {
+			t.Errorf("mixed %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, n*others, n*others)
 		}
-		if r.IPIs != n*others || r.CallFunction != n*others {
-			t.Errorf("mixed %s: %d IPIs delivered, %d CALL_FUNCTION injected, want %d of each", r.Mode, r.IPIs, r.CallFunction, n*others)
+		if extra := r.IPIs - n*others; r.IPISendExits != n*icr+extra {
+			t.Errorf("mixed %s: %d IPI-send exits (the sender's %d), want %d (%d per flush) + %d for Linux's own unicasts", r.Mode, r.IPISendExits, r.SenderIPISends, n*icr+extra, icr, extra)
 		}
 	}
 	if len(res.PVIPI) != 8 {
@@ -72,9 +82,10 @@ func TestBenchSeeds(t *testing.T) {
 				t.Errorf("pv-ipi %s: native function %s, want flat_send_IPI_mask", r.APIC, r.Function)
 			}
 		}
+		// Linux's own IPIs go through the PV send-IPI here (one trap each).
 		c := uint64(r.Calls)
-		if r.SenderIPISends != c*per || r.IPIs != c {
-			t.Errorf("pv-ipi %s %s %s: %d IPI-send exits and %d IPIs for %d calls, want %d and %d", r.APIC, r.Delivery, r.Function, r.SenderIPISends, r.IPIs, c, c*per, c)
+		if r.IPIs < c || r.IPISendExits != c*per+(r.IPIs-c) {
+			t.Errorf("pv-ipi %s %s %s: %d IPI-send exits and %d IPIs for %d calls, want %d per call and 1 per other IPI", r.APIC, r.Delivery, r.Function, r.IPISendExits, r.IPIs, c, per)
 		}
 	}
 	if len(res.X2APIC) != 2 {
@@ -85,11 +96,15 @@ func TestBenchSeeds(t *testing.T) {
 		if r.Locks != flushes {
 			t.Errorf("x2apic %s: the lock taken %d times, want %d", r.Mode, r.Locks, flushes)
 		}
-		if r.IPIs != flushes*others || r.CallFunction != flushes*others {
-			t.Errorf("x2apic %s: %d IPIs delivered, %d CALL_FUNCTION injected, want %d", r.Mode, r.IPIs, r.CallFunction, flushes*others)
+		if r.IPIs < flushes*others || r.CallFunction > flushes*others || r.CallFunction == 0 {
+			t.Errorf("x2apic %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, flushes*others, flushes*others)
 		}
-		if r.IPISendExits != flushes*3 {
-			t.Errorf("x2apic %s: %d IPI-send exits, want %d (3 per flush)", r.Mode, r.IPISendExits, flushes*3)
+		unicast := uint64(1)
+		if r.Mode == "xAPIC" {
+			unicast = 3
+		}
+		if extra := r.IPIs - flushes*others; r.IPISendExits != flushes*3+extra*unicast {
+			t.Errorf("x2apic %s: %d IPI-send exits, want %d (3 per flush) + %d for Linux's own %d unicasts", r.Mode, r.IPISendExits, flushes*3, extra*unicast, extra)
 		}
 	}
 	for _, want := range []string{"x mixed\n+ phys\n* cluster\n", "Claims: ", "apic_ipi: IPI[govmm_send_ipi_mask] from CPU[0] to CPU[1]", "Average lock time: "} {
