@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,9 @@ type seedExits struct {
 	IPISendExits   uint64 `json:"ipi_send_exits"`   // every vCPU's ICR, self-IPI and PV send exits
 	IPIs           uint64 `json:"ipis"`             // IPIs delivered
 	CallFunction   uint64 `json:"call_function"`    // CALL_FUNCTION vectors injected
+	// The exits by cause, of the sender and of the other vCPUs together.
+	SenderCauses   map[string]uint64 `json:"sender_causes"`
+	ReceiverCauses map[string]uint64 `json:"receiver_causes"`
 }
 
 type seedFlushRow struct {
@@ -83,6 +87,14 @@ type seedFlushRow struct {
 	Flushes int       `json:"flushes"`
 	Sender  int       `json:"sender"`
 	Samples []float64 `json:"samples_ns"`
+	// ClusterMasks are the x2APIC cluster driver's masks as the kernel
+	// printed them (cluster and mixed mode): a CPU missing from its
+	// cluster's mask costs an ICR write of its own in every multicast.
+	ClusterMasks []string `json:"cluster_masks,omitempty"`
+	// FlushWrites is the ICR writes one flush takes by Linux's code: one
+	// per target in physical mode, one per cluster mask the targets meet
+	// in cluster and mixed mode.
+	FlushWrites int `json:"flush_icr_writes"`
 	seedExits
 }
 
@@ -280,6 +292,18 @@ func countSection(secs []accounting.Section, id, sender int) (seedExits, int, er
 		}
 		c.SenderExits, c.SenderIPISends = s.CPUs[sender].Total(), sends[sender]
 		c.ReceiverExits = c.Exits - c.SenderExits
+		c.SenderCauses, c.ReceiverCauses = map[string]uint64{}, map[string]uint64{}
+		for i, cpu := range s.CPUs {
+			m := c.ReceiverCauses
+			if i == sender {
+				m = c.SenderCauses
+			}
+			for cause, n := range cpu.Exits {
+				if n != 0 {
+					m[exitcause.Cause(cause).String()] += n
+				}
+			}
+		}
 		return c, sender, nil
 	}
 	return seedExits{}, 0, fmt.Errorf("govmm counted no section %d: is the guest kernel built with patch 0006 ('make kernel')?", id)
@@ -294,7 +318,10 @@ func per(a uint64, b int) float64 {
 
 // ---- mixed: Xen's mixed x2APIC mode ----
 
-var reFlushSample = regexp.MustCompile(`govmm-flushbench: sample (\d+): (\d+) flushes, (\d+) cycles, (\d+) ns`)
+var (
+	reFlushSample = regexp.MustCompile(`govmm-flushbench: sample (\d+): (\d+) flushes, (\d+) cycles, (\d+) ns`)
+	reClusterMask = regexp.MustCompile(`govmm-apic: (cluster \d+ mask .*|CPU \d+ has no cluster mask)`)
+)
 
 // seedMixedModes are the post's sets in its order: the base first.
 var seedMixedModes = []struct{ name, post string }{{"mixed", "mixed"}, {"physical", "phys"}, {"cluster", "cluster"}}
@@ -330,11 +357,21 @@ func seedMixed(cpus, samples, loops int, sh shorthand, im kernelImages, timeout 
 			return "", nil, err
 		}
 		n := samples * loops
-		rows = append(rows, seedFlushRow{Mode: mode.name, CPUs: cpus, Flushes: n, Sender: sender, Samples: ns, seedExits: c})
+		var masks []string
+		for _, m := range reClusterMask.FindAllStringSubmatch(log, -1) {
+			masks = append(masks, strings.TrimSpace(m[1]))
+		}
+		writes := cpus - 1
+		if mode.name != "physical" {
+			if writes, err = maskWrites(masks, cpus, sender); err != nil {
+				return "", nil, fmt.Errorf("%s mode: %w", mode.name, err)
+			}
+		}
+		rows = append(rows, seedFlushRow{Mode: mode.name, CPUs: cpus, Flushes: n, Sender: sender, Samples: ns, ClusterMasks: masks, FlushWrites: writes, seedExits: c})
 		sets = append(sets, seedstat.Set{Name: mode.post, Values: ns})
 		exitsPerFlush = append(exitsPerFlush, per(c.Exits, n))
-		table = append(table, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |", mode.name,
-			per(c.Exits, n), per(c.SenderExits, n), per(c.SenderIPISends, n), per(c.ReceiverExits, n), per(c.IPIs, n)))
+		table = append(table, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f |", mode.name,
+			per(c.Exits, n), per(c.SenderExits, n), per(c.SenderIPISends, n), writes, per(c.ReceiverExits, n), per(c.IPIs, n)))
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, "## Xen's mixed x2APIC mode: flush_tlb_all() in a tight loop\n\n")
@@ -344,8 +381,13 @@ func seedMixed(cpus, samples, loops int, sh shorthand, im kernelImages, timeout 
 	}
 	fmt.Fprintf(&w, "```\n\nThe post's:\n\n```\n%s```\n\n", postMixedMinistat)
 	fmt.Fprintf(&w, "Exits per flush, counted by govmm (the sender is the CPU that ran the loop):\n\n")
-	fmt.Fprintf(&w, "| mode | exits | sender | sender's IPI sends (ICR, PV) | receivers | IPIs delivered |\n|---|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&w, "| mode | exits | sender | sender's IPI sends (ICR, PV) | ICR writes Linux's code takes | receivers | IPIs delivered |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	fmt.Fprintf(&w, "%s\n\n", strings.Join(table, "\n"))
+	for _, r := range rows {
+		if len(r.ClusterMasks) > 0 {
+			fmt.Fprintf(&w, "The cluster driver's masks in %s mode (one ICR write per mask a multicast meets):\n\n```\n%s\n```\n\n", r.Mode, strings.Join(r.ClusterMasks, "\n"))
+		}
+	}
 	if cpus > 255 {
 		fmt.Fprintf(&w, "Physical mode above 255 vCPUs runs with the remapping unit (x2apic_phys), as on the post's 512-CPU machine.\n\n")
 	}
@@ -358,6 +400,50 @@ func seedMixed(cpus, samples, loops int, sh shorthand, im kernelImages, timeout 
 		return benchreport.WriteDistributionSVG(f, fmt.Sprintf("%d flush_tlb_all() per sample, %d vCPUs", loops, cpus), "ns per sample", groups, "exits per flush", exitsPerFlush)
 	})
 	return w.String(), rows, err
+}
+
+var reMaskLine = regexp.MustCompile(`^cluster \d+ mask (\S+) `)
+
+// maskWrites is the ICR writes x2apic_send_IPI_mask() takes for every
+// online CPU but sender: one per distinct cluster mask those CPUs are in
+// (each line of masks is one mask, as the kernel printed it).
+func maskWrites(masks []string, cpus, sender int) (int, error) {
+	if len(masks) == 0 {
+		return 0, errors.New("the kernel printed no cluster masks (is govmm's kernel built with patch 0006?)")
+	}
+	writes, covered := 0, 0
+	for _, line := range masks {
+		m := reMaskLine.FindStringSubmatch(line)
+		if m == nil {
+			return 0, fmt.Errorf("cluster mask line %q", line)
+		}
+		var in []int
+		for _, r := range strings.Split(m[1], ",") {
+			lo, hi, dash := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := a, error(nil)
+			if dash {
+				b, err2 = strconv.Atoi(hi)
+			}
+			if err1 != nil || err2 != nil || b < a {
+				return 0, fmt.Errorf("cluster mask %q", m[1])
+			}
+			for c := a; c <= b; c++ {
+				in = append(in, c)
+			}
+		}
+		covered += len(in)
+		for _, c := range in {
+			if c != sender {
+				writes++
+				break
+			}
+		}
+	}
+	if covered != cpus {
+		return 0, fmt.Errorf("the cluster masks cover %d of %d CPUs", covered, cpus)
+	}
+	return writes, nil
 }
 
 // mixedVerdict says, for each of the post's two claims, whether govmm's
