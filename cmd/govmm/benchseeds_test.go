@@ -83,6 +83,32 @@ func TestBenchSeeds(t *testing.T) {
 			t.Errorf("mixed %s: %d IPI-send exits (the sender's %d), want %d (%d per flush) + %d for Linux's own unicasts", r.Mode, r.IPISendExits, r.SenderIPISends, n*icr+extra, icr, extra)
 		}
 	}
+	// The disk's interrupts: one queue per CPU, each queue's interrupts on
+	// its own CPU (managed affinity) in both modes, and govmm's injections
+	// into each vCPU the interrupts that CPU took, one for one.
+	if len(res.Device) != 2 {
+		t.Fatalf("device interrupts: %d modes, want 2", len(res.Device))
+	}
+	for _, r := range res.Device {
+		if r.Queues != 4 || len(r.QueueCPUs) != 4 {
+			t.Errorf("device %s: %d queues, %d took interrupts, want 4 and 4", r.Mode, r.Queues, len(r.QueueCPUs))
+		}
+		for q, cpus := range r.QueueCPUs {
+			if len(cpus) != 1 {
+				t.Errorf("device %s: queue %s's interrupts on CPUs %v, want one", r.Mode, q, cpus)
+			}
+		}
+		var sum uint64
+		for i := range r.GuestPerCPU {
+			sum += r.GuestPerCPU[i]
+			if r.GuestPerCPU[i] != r.GovmmPerCPU[i] {
+				t.Errorf("device %s: CPU %d took %d of the disk's interrupts, govmm injected %d device vectors", r.Mode, i, r.GuestPerCPU[i], r.GovmmPerCPU[i])
+			}
+		}
+		if sum == 0 || sum > r.IOs {
+			t.Errorf("device %s: %d interrupts for %d reads", r.Mode, sum, r.IOs)
+		}
+	}
 	if len(res.PVIPI) != 8 {
 		t.Fatalf("pv-ipi: %d rows, want 8 (2 APIC modes x 2 deliveries x 2 functions)", len(res.PVIPI))
 	}

@@ -19,7 +19,9 @@ type kernelBench struct {
 	mode               linuxguest.Mode
 	cpus               int
 	pvIPI, pvEOI, avic bool
-	cmdline            string // the measurement's parameters
+	cmdline            string   // the measurement's parameters
+	disk               string   // a virtio-blk image, if any
+	shell              []string // commands for the u-root shell and their expected output (linuxguest.ShellCommands)
 }
 
 // kernelImages are govmm's guest kernel and initramfs, read once.
@@ -52,13 +54,16 @@ func benchMemSize(cpus int) uint64 {
 func (b kernelBench) run(im kernelImages, timeout time.Duration) (string, []accounting.Section, error) {
 	cfg := linuxguest.ModeConfig(b.mode, b.cpus, true, b.pvIPI, b.cmdline)
 	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
-	script, err := linuxguest.NewConsoleScript(con, linuxguest.ShellCommands()...)
+	script, err := linuxguest.NewConsoleScript(con, linuxguest.ShellCommands(b.shell...)...)
 	if err != nil {
 		return "", nil, err
 	}
 	defer script.Close()
 	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = im.kernel, im.initrd, con, benchMemSize(b.cpus), b.pvEOI, b.avic
 	cfg.ConsoleInput = script
+	if b.disk != "" {
+		cfg.Disk = vmm.Disk{Path: b.disk}
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return "", nil, err
