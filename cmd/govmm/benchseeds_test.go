@@ -24,12 +24,15 @@ import (
 //     CALL_FUNCTION IPIs; xAPIC on 4 CPUs is logical flat (one ICR write,
 //     3 exits, for all 3 targets), x2APIC physical one WRMSR per target.
 //
-// Linux may send an IPI of its own while a section is open (a wake-up
-// from the sender's timer tick): a reschedule or call-function-single IPI
-// to one CPU, which costs one more send exit in x2APIC (one WRMSR) and 3
-// in xAPIC. govmm counts every target an IPI reached, so IPIs delivered
-// beyond the experiment's own are such unicasts, and the send exits are
-// exactly the experiment's plus theirs. (CALL_FUNCTION injections are not
+// Linux may send IPIs of its own while a section is open (a wake-up from
+// the sender's timer tick, a TLB flush of the kernel's vmap area): govmm
+// counts every target an IPI reached, so IPIs delivered beyond the
+// experiment's own are Linux's. Where the mode writes the ICR once per
+// target (x2APIC physical), each of those cost exactly one more send
+// exit, and the check is exact; where one write can reach several CPUs
+// (cluster, mixed, xAPIC flat), Linux's own cost at most one write (3
+// exits in xAPIC) each, and the check is that bound around the exact
+// count the experiment's flushes take. (CALL_FUNCTION injections are not
 // checked for equality: a target that ran its callback from the queue
 // before taking the interrupt still has the vector in IRR, and the next
 // flush's IPI coalesces with it, as on hardware.)
@@ -79,9 +82,7 @@ func TestBenchSeeds(t *testing.T) {
 		if r.IPIs < n*others || r.CallFunction > n*others || r.CallFunction == 0 {
 			t.Errorf("mixed %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, n*others, n*others)
 		}
-		if extra := r.IPIs - n*others; r.IPISendExits != n*icr+extra {
-			t.Errorf("mixed %s: %d IPI-send exits (the sender's %d), want %d (%d per flush) + %d for Linux's own unicasts", r.Mode, r.IPISendExits, r.SenderIPISends, n*icr+extra, icr, extra)
-		}
+		checkSends(t, "mixed "+r.Mode, r.seedExits, n*icr, n*others, 1, r.Mode == "physical")
 	}
 	// The disk's interrupts: one queue per CPU, each queue's interrupts on
 	// its own CPU (managed affinity) in both modes, and govmm's injections
@@ -140,12 +141,10 @@ func TestBenchSeeds(t *testing.T) {
 		if r.IPIs < flushes*others || r.CallFunction > flushes*others || r.CallFunction == 0 {
 			t.Errorf("x2apic %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, flushes*others, flushes*others)
 		}
-		unicast := uint64(1)
 		if r.Mode == "xAPIC" {
-			unicast = 3
-		}
-		if extra := r.IPIs - flushes*others; r.IPISendExits != flushes*3+extra*unicast {
-			t.Errorf("x2apic %s: %d IPI-send exits, want %d (3 per flush) + %d for Linux's own %d unicasts", r.Mode, r.IPISendExits, flushes*3, extra*unicast, extra)
+			checkSends(t, "x2apic "+r.Mode, r.seedExits, flushes*3, flushes*others, 3, false)
+		} else {
+			checkSends(t, "x2apic "+r.Mode, r.seedExits, flushes*3, flushes*others, 1, true)
 		}
 	}
 	for _, want := range []string{"x mixed\n+ phys\n* cluster\n", "Claims: ", "apic_ipi: IPI[govmm_send_ipi_mask] from CPU[0] to CPU[1]", "Average lock time: "} {
@@ -172,5 +171,23 @@ func TestMaskWrites(t *testing.T) {
 		if _, err := maskWrites(bad, 4, 0); err == nil {
 			t.Errorf("maskWrites(%q): no error", bad)
 		}
+	}
+}
+
+// checkSends checks a section's IPI-send exits against the experiment's
+// own (sends exits reaching ipis targets): with exact, Linux's other IPIs
+// cost perWrite each, one target per write; else at most that.
+func checkSends(t *testing.T, what string, c seedExits, sends, ipis, perWrite uint64, exact bool) {
+	t.Helper()
+	if c.IPIs < ipis {
+		t.Errorf("%s: %d IPIs delivered, want at least the experiment's %d", what, c.IPIs, ipis)
+		return
+	}
+	extra := c.IPIs - ipis
+	switch {
+	case exact && c.IPISendExits != sends+extra*perWrite:
+		t.Errorf("%s: %d IPI-send exits, want %d for the experiment + %d for Linux's own %d IPIs", what, c.IPISendExits, sends, extra*perWrite, extra)
+	case !exact && (c.IPISendExits < sends || c.IPISendExits > sends+extra*perWrite || (extra > 0) != (c.IPISendExits > sends)):
+		t.Errorf("%s: %d IPI-send exits, want %d for the experiment + up to %d for Linux's own %d IPIs (at least one write when there are any)", what, c.IPISendExits, sends, extra*perWrite, extra)
 	}
 }
