@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -123,7 +124,13 @@ func benchOne(mode string, cpus, ops int, im kernelImages, timeout time.Duration
 			continue
 		}
 		r := benchreport.Row{Mode: mode, CPUs: cpus, Section: sec.ID, Kind: kinds[sec.ID], Ops: ops, Cycles: cycles[sec.ID]}
+		var recv [exitcause.NumCauses]uint64
 		for cpu, s := range sec.CPUs {
+			if cpu != sender {
+				for c, v := range s.Exits {
+					recv[c] += v
+				}
+			}
 			e := float64(s.Total()) / float64(ops)
 			if cpu == sender {
 				r.SenderExit = e
@@ -136,12 +143,34 @@ func benchOne(mode string, cpus, ops int, im kernelImages, timeout time.Duration
 				r.RecvExit += e
 			}
 		}
+		r.RecvCauses = causesPerOp(recv[:], ops)
 		rows = append(rows, r)
 	}
 	if len(rows) != 3 {
 		return nil, fmt.Errorf("the microbenchmark reported %d of its 3 sections (is govmm's kernel built with patch 0003?)", len(rows))
 	}
 	return rows, nil
+}
+
+// causesPerOp formats exits by cause per operation, the largest first,
+// causes under 0.01 per operation left out.
+func causesPerOp(exits []uint64, ops int) string {
+	type kv struct {
+		cause string
+		n     uint64
+	}
+	var all []kv
+	for c, n := range exits {
+		if n*100 >= uint64(ops) && n > 0 {
+			all = append(all, kv{exitcause.Cause(c).String(), n})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].n > all[j].n })
+	parts := make([]string, len(all))
+	for i, e := range all {
+		parts[i] = fmt.Sprintf("%s %.2f", e.cause, float64(e.n)/float64(ops))
+	}
+	return strings.Join(parts, " ")
 }
 
 func writeBench(rep *benchreport.Report, dir string, stdout io.Writer) error {
