@@ -99,7 +99,8 @@ debian-kernel: deps
 # it in cluster mode only), side by side, one vCPU each.
 boot-debian: build initramfs debian-kernel test-deps
 	GOVMM_DEBIAN_MODES=off,physical,cluster GOVMM_LINUX_BOOT_LIMIT=80m \
-	  $(GO) test -count=1 -timeout 180m -v -run 'TestBootDebianKernel' ./tests/
+	  $(if $(USE_NESTED),$(MAKE) -s nested-test RUN='^TestBootDebianKernel$$$$' NESTED_TEST_TIMEOUT=180m NESTED_TIMEOUT=200m,\
+	  $(GO) test -count=1 -timeout 180m -v -run 'TestBootDebianKernel' ./tests/)
 
 # Debian's default kernel (linux-image-amd64, xz+BCJ payload) in off,
 # physical and cluster mode to the u-root shell, one vCPU each, the three
@@ -149,6 +150,8 @@ $(DISK): $(CACHE)/.deps
 	@PATH=$$PATH:/usr/sbin:/sbin; rm -f $@.tmp && truncate -s 24M $@.tmp && mke2fs -q -F -t ext2 -b 1024 -d $(CACHE)/disk-root $@.tmp 16M && mv $@.tmp $@
 
 # The same guest with its u-root shell on this terminal (Ctrl-A x quits).
+# It needs a /dev/kvm here (hardware virtualization, or a kvm_pvm that
+# interprets guest kernel code): the nested host passes no terminal in.
 shell: build kernel initramfs disk
 	$(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --timeout 0
 
@@ -167,10 +170,10 @@ nested-shell: build nested-deps
 # issue-12 proof is the default, 30 minutes on 2 and on 4 vCPUs.
 USTRESS      ?= -t 30m
 USTRESS_CPUS ?= 2 4
-ustress: build kernel initramfs
-	@for n in $(USTRESS_CPUS); do \
+ustress: build kernel initramfs $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE);) for n in $(USTRESS_CPUS); do \
 	  echo "== ustress $(USTRESS) on $$n vCPUs"; \
-	  $(BIN) boot --x2apic=$(MODE) --cpus $$n --console-input none --timeout 0 --exec 'ustress $(USTRESS)' | tee $(CACHE)/ustress-$$n.log; \
+	  $(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --x2apic=$(MODE) --cpus $$n --console-input none --timeout 0 --exec 'ustress $(USTRESS)' | tee $(CACHE)/ustress-$$n.log; \
 	  grep -q '^ustress: ok' $(CACHE)/ustress-$$n.log || { echo "ustress on $$n vCPUs did not end with 'ustress: ok'"; exit 1; }; \
 	done
 
@@ -191,10 +194,10 @@ boot-big: build kernel initramfs $(if $(USE_NESTED),nested-deps)
 # govmm's kernel in all four modes with TSC-deadline mode not advertised
 # (what govmm does on VMX hosts whose KVM drops TSC_DEADLINE writes, see
 # govmm host): each must reach the u-root shell on its one-shot LAPIC timer.
-boot-no-tsc-deadline: build kernel initramfs
-	@for m in off physical cluster mixed; do \
+boot-no-tsc-deadline: build kernel initramfs $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE);) for m in off physical cluster mixed; do \
 	  echo "== $$m, --tsc-deadline=off"; \
-	  $(BIN) boot --quiet --tsc-deadline=off --exec irqstat --x2apic=$$m --cpus 2 | sed -n '/^govmm boot/,/^kernel log/p;/msr_x2apic_timer_icr_write\|msr_tsc_deadline_write/p' || exit 1; \
+	  $(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --quiet --tsc-deadline=off --exec irqstat --x2apic=$$m --cpus 2 | sed -n '/^govmm boot/,/^kernel log/p;/msr_x2apic_timer_icr_write\|msr_tsc_deadline_write/p' || exit 1; \
 	done
 
 # The bare-metal IPI guest in x2APIC cluster mode on 4 vCPUs, with its
@@ -312,8 +315,8 @@ bench-rtt-vtx: build guests nested-deps
 # virtio-blk against the image read directly on the host, same pattern, one
 # run (scripts/bench-blk.sh): IOPS ratio, exits and device-interrupt exits
 # per I/O at queue depth 1 and 32. MODE as for make run.
-bench-blk: build kernel initramfs disk
-	@GO=$(GO) scripts/bench-blk.sh $(CACHE) $(BIN) $(MODE)
+bench-blk: build kernel initramfs disk $(if $(USE_NESTED),nested-deps)
+	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE);) GO=$(GO) GUEST_RUN='$(if $(USE_NESTED),$(NESTED_RUN))' scripts/bench-blk.sh $(CACHE) $(BIN) $(MODE)
 
 vet:
 	$(GO) vet ./...

@@ -60,6 +60,7 @@ func buildImage(cache string, h Host, logf func(string, ...any)) (*image, error)
 	}
 	work := filepath.Join(cache, "nested", "debs")
 	os.RemoveAll(work)
+	logf("nested: downloading and unpacking %s and busybox-static (apt-get download)", kpkg)
 	root, err := downloadExtract(work, kpkg, "busybox-static")
 	if err != nil {
 		return nil, err
@@ -78,6 +79,7 @@ func buildImage(cache string, h Host, logf func(string, ...any)) (*image, error)
 	if err != nil {
 		return nil, err
 	}
+	logf("nested: packing the L1 initramfs: busybox, the init script and %d modules (%s with their dependencies)", len(order), strings.Join(mods, ", "))
 	busybox, err := os.ReadFile(filepath.Join(root, "bin", "busybox"))
 	if err != nil {
 		return nil, fmt.Errorf("busybox-static: %w", err)

@@ -10,6 +10,8 @@
 # IOPS over the mean of the two host runs. Times on an emulating host say
 # little about real hardware (the guest kernel is interpreted): the exit
 # and interrupt counts per I/O are the portable figures.
+# GUEST_RUN, if set, is the command the guest's boot runs under (make's
+# nested host prefix where there is no hardware virtualization).
 set -euo pipefail
 cache=$1 bin=$2 mode=${3:-cluster} n=${4:-64}
 work=$cache/bench-blk
@@ -23,7 +25,7 @@ declare -A h1 h2 g
 for d in 1 32; do h1[$d]=$(host $d | iops); done
 out=$work/guest.log
 # The console (with blkbench's lines) and the report go to the log.
-"$bin" boot --x2apic="$mode" --cpus 2 --disk "$work/disk.img" --exec \
+${GUEST_RUN:-} "$bin" boot --x2apic="$mode" --cpus 2 --disk "$work/disk.img" --exec \
 	"blkbench -n $((n / 4)) -depth 1 -rw both -offset $off -size $size; blkbench -n $((n / 4)) -depth 32 -rw both -offset $off -size $size" \
 	> "$out" 2>&1 || { tail -40 "$out"; exit 1; }
 for d in 1 32; do h2[$d]=$(host $d | iops); done

@@ -157,10 +157,23 @@ fi
 # --- build ----------------------------------------------------------------------
 log "building vmlinux and bzImage with -j$JOBS"
 TB=$(date +%s)
-"${KMAKE[@]}" -j"$JOBS" vmlinux bzImage >"$WORK/build.log" 2>&1 || {
+# The build takes minutes: say how far it is every 30 s (files compiled,
+# against the last full build's count when there was one).
+"${KMAKE[@]}" -j"$JOBS" vmlinux bzImage >"$WORK/build.log" 2>&1 &
+BUILD_PID=$!
+LAST=$(cat "$WORK/compiled" 2>/dev/null || true)
+while kill -0 "$BUILD_PID" 2>/dev/null; do
+	for _ in $(seq 30); do kill -0 "$BUILD_PID" 2>/dev/null && sleep 1; done
+	kill -0 "$BUILD_PID" 2>/dev/null || break
+	n=$(grep -c '^  CC' "$WORK/build.log" || true)
+	log "building: $n files compiled${LAST:+ of about $LAST}, $(($(date +%s) - TB)) s"
+done
+wait "$BUILD_PID" || {
 	tail -40 "$WORK/build.log" >&2
 	die "kernel build failed (full log: $WORK/build.log)"
 }
+n=$(grep -c '^  CC' "$WORK/build.log" || true)
+[ "${n:-0}" -gt 500 ] && echo "$n" >"$WORK/compiled"
 TE=$(date +%s)
 RELEASE=$(cat "$OBJ/include/config/kernel.release")
 
