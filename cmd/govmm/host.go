@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -29,14 +31,48 @@ func cmdHost(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("cannot probe %s: %w", *kvmPath, err)
 	}
 	d := hostprobe.Decide(a, hostprobe.Auto, hostprobe.Auto)
+	module := kvmModule("/sys/module")
 	if asJSON.on {
 		return 0, asJSON.write(stdout, struct {
 			hostprobe.Answers
-			Decision hostprobe.Decision `json:"govmm_uses"`
-		}{a, d})
+			Decision  hostprobe.Decision `json:"govmm_uses"`
+			KVMModule string             `json:"kvm_module,omitempty"`
+		}{a, d, module})
 	}
 	writeHost(stdout, a, d)
+	if a.Emulates {
+		name := "This KVM"
+		if module != "" {
+			name = "This KVM (" + module + ")"
+		}
+		fmt.Fprintf(stdout, "\n%s interprets guest kernel code: what govmm does here is not what it does on KVM's\n"+
+			"SVM or VMX code. For those, run govmm inside a nested host, e.g.\n"+
+			"  %[2]s nested --host amd -- %[2]s host     (QEMU TCG with kvm_amd)\n"+
+			"  %[2]s nested --host intel --file %[2]s -- %[2]s host     (Bochs with kvm_intel)\n", name, selfPath())
+	}
 	return 0, nil
+}
+
+// kvmModules are the KVM vendor modules govmm knows, by what they run.
+var kvmModules = []string{"kvm_pvm", "kvm_amd", "kvm_intel"}
+
+// kvmModule names the KVM vendor module loaded on this machine, read from
+// sysfs (dir: /sys/module), or "" when none of those it knows is.
+func kvmModule(dir string) string {
+	for _, m := range kvmModules {
+		if _, err := os.Stat(filepath.Join(dir, m)); err == nil {
+			return m
+		}
+	}
+	return ""
+}
+
+// selfPath is this program's path, for a command line to copy.
+func selfPath() string {
+	if p, err := os.Executable(); err == nil {
+		return p
+	}
+	return "govmm"
 }
 
 func writeHost(w io.Writer, a hostprobe.Answers, d hostprobe.Decision) {
