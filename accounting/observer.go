@@ -55,6 +55,9 @@ func traceKind(t vlapic.Trace) IPIKind { return IPIKind(uint8(t)) }
 // LAPICs (govmm's PV send-IPI, a device's MSI).
 func (o *Observer) Trace(k IPIKind) vlapic.Trace { return makeTrace(o.clock.Now(), k) }
 
+// TraceParavirt marks a paravirtual IPI (govmm's PV send-IPI) sent now.
+func (o *Observer) TraceParavirt() vlapic.Trace { return o.Trace(IPIParavirt) }
+
 // Sending traces an ICR or SELF_IPI write's IPI with its kind.
 func (o *Observer) Sending(cpu int, m vlapic.Message, x2apic bool) vlapic.Trace {
 	return o.Trace(KindOf(m, x2apic))

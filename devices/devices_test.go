@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 )
@@ -164,8 +163,8 @@ func TestACPIPMPowerOff(t *testing.T) {
 // TestMarkerReadBack: each read port returns its own count of the last
 // section, saturated to 32 bits.
 func TestMarkerReadBack(t *testing.T) {
-	m := NewMarker(4, func(int, int) {}, func(cpu int) accounting.SectionCounts {
-		return accounting.SectionCounts{All: 100, Own: uint64(cpu), IPIsDelivered: 1 << 40, IPIsSent: 7, DeviceIRQExits: 9}
+	m := NewMarker(4, func(int, int) {}, func(cpu int) SectionCounts {
+		return SectionCounts{All: 100, Own: uint64(cpu), IPIsDelivered: 1 << 40, IPIsSent: 7, DeviceIRQExits: 9}
 	}, nil)
 	for port, want := range map[uint16]uint32{0x660: 100, 0x664: 3, 0x668: 0xFFFFFFFF, 0x66C: 7, 0x670: 0, 0x674: 9} {
 		if got := markerIn(m, 3, port); got != want {

@@ -1,7 +1,5 @@
 package devices
 
-import "github.com/govmm/govmm/accounting"
-
 // Marker is govmm's accounting-window port (0x660): a 32-bit write of N > 0
 // opens measured section N, a write of 0 closes it. The guest brackets the
 // code whose exits it wants counted exactly.
@@ -31,7 +29,7 @@ type Marker struct {
 	Mark func(cpu, id int)
 	// Last returns the counts of the last closed section as seen by cpu;
 	// nil reads as zeros.
-	Last func(cpu int) accounting.SectionCounts
+	Last func(cpu int) SectionCounts
 	// Injected returns how often vector has been injected into cpu; nil
 	// reads as zeros.
 	Injected func(cpu int, vector uint8) uint64
@@ -41,11 +39,21 @@ type Marker struct {
 	vector []uint8
 }
 
+// SectionCounts are what a section's reader sees at the marker's ports:
+// govmm's counts of the last closed section (accounting.SectionCounts has
+// the same fields; vmm converts one into the other).
+type SectionCounts struct {
+	All, Own       uint64 // exits of all vCPUs; of the reading vCPU
+	IPIsDelivered  uint64 // IPI destinations reached, all kinds
+	IPIsSent       uint64 // ICR writes and PV sends that sent an IPI
+	DeviceIRQExits uint64 // exits device MSIs caused their receivers, all vCPUs
+}
+
 // MarkerPorts is the number of ports from 0x660 the marker answers.
 const MarkerPorts = 0x18
 
 // NewMarker returns a marker for cpus vCPUs.
-func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) accounting.SectionCounts,
+func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) SectionCounts,
 	injected func(cpu int, vector uint8) uint64) *Marker {
 	return &Marker{Mark: mark, Last: last, Injected: injected, vector: make([]uint8, cpus)}
 }

@@ -35,7 +35,6 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/hvcpuid"
@@ -68,8 +67,8 @@ type Unit struct {
 
 // Observer traces and counts each PV send (accounting.Observer does).
 type Observer interface {
-	// Trace marks an interrupt of kind k (IPIParavirt) sent now.
-	Trace(k accounting.IPIKind) vlapic.Trace
+	// TraceParavirt marks a paravirtual IPI sent now.
+	TraceParavirt() vlapic.Trace
 	// Sent counts a send of cpu's, traced t, that reached targets CPUs.
 	Sent(cpu int, t vlapic.Trace, targets int)
 }
@@ -104,7 +103,7 @@ func (u *Unit) send(a *exitbus.Access) error {
 	if err != nil {
 		return vlapic.ErrGP
 	}
-	t := u.obs.Trace(accounting.IPIParavirt)
+	t := u.obs.TraceParavirt()
 	u.obs.Sent(a.CPU, t, req.Deliver(u.apics, a.CPU, t))
 	return nil
 }

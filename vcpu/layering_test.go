@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -12,12 +13,24 @@ import (
 
 const module = "github.com/govmm/govmm/"
 
-// TestMechanismImportsNoMeasurement: the interrupt path (the vCPU loop,
-// the exit bus, the LAPIC and everything they import from this module)
-// reaches no measurement package. What it counts leaves it through
-// Counters and vlapic.Observer, which accounting implements.
+// measurementPkgs observe the interrupt path; nothing on it may import them.
+var measurementPkgs = map[string]bool{"accounting": true, "dashboard": true, "benchreport": true, "seedstat": true}
+
+// assemblyPkgs put a VM together and drive it, measurement included: the
+// only packages that may import the measurement ones. vmm is among them
+// because it assembles the VM; the LAPICs' registration on the exit bus
+// (one hop of an IPI, docs/ipi-path.md) is still in it.
+var assemblyPkgs = map[string]bool{"vmm": true, "linuxguest": true, "cmd/govmm": true, "tests": true,
+	"scripts/testsummary": true, "ipicost": true}
+
+// TestMechanismImportsNoMeasurement: every package of the module but the
+// measurement and assembly ones (above) reaches no measurement package,
+// through any chain of its imports: the vCPU loop, the exit bus, the
+// LAPIC, the IOAPIC, the remapping unit, the PV units, PCI, virtio, the
+// devices, the KVM binding and everything they import. What they count
+// leaves them through interfaces (Counters, vlapic.Observer, pvipi's
+// Observer, the marker's functions), which accounting implements.
 func TestMechanismImportsNoMeasurement(t *testing.T) {
-	measurement := map[string]bool{"accounting": true, "dashboard": true, "benchreport": true}
 	seen := map[string][]string{} // package -> the chain that reached it
 	var walk func(pkg string, chain []string)
 	walk = func(pkg string, chain []string) {
@@ -30,22 +43,58 @@ func TestMechanismImportsNoMeasurement(t *testing.T) {
 			walk(imp, chain)
 		}
 	}
-	for _, root := range []string{"vcpu", "exitbus", "vlapic"} {
-		walk(root, nil)
+	roots := modulePackages(t)
+	for _, root := range roots {
+		if !measurementPkgs[root] && !assemblyPkgs[root] {
+			walk(root, nil)
+		}
 	}
 	var bad []string
 	for pkg, chain := range seen {
-		if measurement[pkg] {
+		if measurementPkgs[pkg] {
 			bad = append(bad, strings.Join(chain, " -> "))
 		}
 	}
 	sort.Strings(bad)
 	for _, b := range bad {
-		t.Errorf("the interrupt path imports measurement: %s", b)
+		t.Errorf("mechanism imports measurement: %s", b)
 	}
-	if len(seen) < 4 {
-		t.Fatalf("walked only %v: the walk found no imports", seen)
+	for _, want := range []string{"vcpu", "exitbus", "vlapic", "vioapic", "vintremap", "pvipi", "pveoi", "devices", "pci", "virtio/blk", "kvm"} {
+		if _, ok := seen[want]; !ok {
+			t.Errorf("the walk did not start from or reach %s (found %d packages: %v)", want, len(roots), roots)
+		}
 	}
+}
+
+// modulePackages lists the module's packages (directories holding non-test
+// Go files, testdata and hidden directories left out), relative to its root.
+func modulePackages(t *testing.T) []string {
+	t.Helper()
+	var pkgs []string
+	root := ".."
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			if rel = filepath.ToSlash(rel); len(pkgs) == 0 || pkgs[len(pkgs)-1] != rel {
+				pkgs = append(pkgs, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(pkgs)
+	return slices.Compact(pkgs)
 }
 
 // moduleImports lists the module's packages that pkg's non-test files
