@@ -138,101 +138,126 @@ type seedLockRow struct {
 	seedExits
 }
 
+// seedsConfig is a bench-seeds command line, checked.
+type seedsConfig struct {
+	exps                 []string
+	cpus, samples, loops int // 0: each experiment's default
+	broadcast            bool
+	out                  string
+	timeout              time.Duration
+}
+
 // cmdBenchSeeds is 'govmm bench-seeds'.
 func cmdBenchSeeds(args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("bench-seeds", seedsUsage, "", stderr)
-	cpus := fs.Int("cpus", 0, "vCPUs (default: mixed 64, pv-ipi 2, x2apic 32)")
-	samples := fs.Int("samples", 0, "mixed: timed samples per mode (default 5)")
-	loops := fs.Int("loops", 0, "mixed: flush_tlb_all() per sample (default 20); pv-ipi: send_IPI_mask calls per function (default 2000); x2apic: lock rounds per CPU (default 4)")
-	out := fs.String("out", "govmm-seeds", "directory for report.md and the SVG plots")
-	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
-	broadcast := fs.Bool("ipi-broadcast", false, "mixed, x2apic: let Linux send an IPI to all other CPUs with the all-but-self shorthand (one ICR write in every mode); by default it is off (no_ipi_broadcast=1) so that each mode addresses the CPUs as Xen's flush path does")
-	pos, rest, err := parseArgs(fs, args, "")
+	c, err := parseSeeds(args, stderr)
 	if err != nil {
 		return 0, err
-	}
-	pos = append(pos, rest...)
-	if len(pos) != 1 {
-		return 0, usageErr("bench-seeds", "takes one EXPERIMENT (mixed, pv-ipi, x2apic or all), got %d arguments", len(pos))
-	}
-	exps := []string{pos[0]}
-	if pos[0] == "all" {
-		exps = seedsExperiments
-	} else if _, ok := seedsSizes[pos[0]]; !ok {
-		return 0, usageErr("bench-seeds", "unknown experiment %q (want mixed, pv-ipi, x2apic or all)", pos[0])
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"--cpus", *cpus}, {"--samples", *samples}, {"--loops", *loops}} {
-		if f.v < 0 {
-			return 0, fmt.Errorf("%s must be positive (0: the experiment's default)", f.name)
-		}
-	}
-	switch {
-	case *cpus == 1:
-		return 0, fmt.Errorf("--cpus 1: every experiment sends IPIs between CPUs; give 2 or more")
-	case *cpus > guestKernelCPUs:
-		return 0, fmt.Errorf("--cpus %d: govmm's guest kernel is built for at most %d CPUs (NR_CPUS)", *cpus, guestKernelCPUs)
-	case *samples == 1:
-		return 0, fmt.Errorf("--samples 1: Student's t needs at least 2 samples per mode")
 	}
 	im, err := loadKernelImages()
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return 0, err
 	}
 	var md bytes.Buffer
 	var res seedsResult
 	fmt.Fprintf(&md, "# govmm bench-seeds\n\nRun %s on %s. Exit counts are exact; times are guest TSC cycles (ns from the guest's TSC rate) and, on an emulating host, the emulator's: compare them only as ratios within this report.\n\n",
 		time.Now().UTC().Format(time.RFC3339), hostClass())
-	for _, e := range exps {
-		size := seedsSizes[e]
-		if *cpus > 0 {
-			size.cpus = *cpus
-		}
-		if *samples > 0 {
-			size.samples = *samples
-		}
-		if *loops > 0 {
-			size.loops = *loops
-		}
-		var rep string
-		switch e {
-		case "mixed":
-			rep, res.Mixed, err = seedMixed(size.cpus, size.samples, size.loops, shorthand(*broadcast), im, *timeout, *out, stdout)
-			if err == nil {
-				var dev string
-				dev, res.Device, err = seedDevices(size.cpus, im, *timeout, *out, stdout)
-				rep += dev
-			}
-		case "pv-ipi":
-			rep, res.PVIPI, err = seedPVIPI(size.cpus, size.loops, im, *timeout, stdout)
-		case "x2apic":
-			rep, res.X2APIC, err = seedX2APIC(size.cpus, size.loops, shorthand(*broadcast), im, *timeout, stdout)
-		}
+	for _, e := range c.exps {
+		rep, err := c.run(e, &res, im, stdout)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", e, err)
 		}
 		fmt.Fprintln(stdout)
 		fmt.Fprint(stdout, rep)
-		md.WriteString(rep)
-		md.WriteString("\n")
+		md.WriteString(rep + "\n")
 	}
-	if err := os.WriteFile(filepath.Join(*out, "report.md"), md.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.out, "report.md"), md.Bytes(), 0o644); err != nil {
 		return 0, err
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "report.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.out, "report.json"), append(js, '\n'), 0o644); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.json%s)\n", *out, map[bool]string{true: ", mixed.svg"}[res.Mixed != nil])
+	fmt.Fprintf(stdout, "\nreport written to %s (report.md, report.json%s)\n", c.out, map[bool]string{true: ", mixed.svg"}[res.Mixed != nil])
 	return 0, nil
+}
+
+// parseSeeds reads and checks bench-seeds' command line.
+func parseSeeds(args []string, stderr io.Writer) (seedsConfig, error) {
+	var c seedsConfig
+	fs := newFlagSet("bench-seeds", seedsUsage, "", stderr)
+	fs.IntVar(&c.cpus, "cpus", 0, "vCPUs (default: mixed 64, pv-ipi 2, x2apic 32)")
+	fs.IntVar(&c.samples, "samples", 0, "mixed: timed samples per mode (default 5)")
+	fs.IntVar(&c.loops, "loops", 0, "mixed: flush_tlb_all() per sample (default 20); pv-ipi: send_IPI_mask calls per function (default 2000); x2apic: lock rounds per CPU (default 4)")
+	fs.StringVar(&c.out, "out", "govmm-seeds", "directory for report.md and the SVG plots")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "limit per boot")
+	fs.BoolVar(&c.broadcast, "ipi-broadcast", false, "mixed, x2apic: let Linux send an IPI to all other CPUs with the all-but-self shorthand (one ICR write in every mode); by default it is off (no_ipi_broadcast=1) so that each mode addresses the CPUs as Xen's flush path does")
+	pos, rest, err := parseArgs(fs, args, "")
+	if err != nil {
+		return c, err
+	}
+	pos = append(pos, rest...)
+	if len(pos) != 1 {
+		return c, usageErr("bench-seeds", "takes one EXPERIMENT (mixed, pv-ipi, x2apic or all), got %d arguments", len(pos))
+	}
+	c.exps = []string{pos[0]}
+	if pos[0] == "all" {
+		c.exps = seedsExperiments
+	} else if _, ok := seedsSizes[pos[0]]; !ok {
+		return c, usageErr("bench-seeds", "unknown experiment %q (want mixed, pv-ipi, x2apic or all)", pos[0])
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--cpus", c.cpus}, {"--samples", c.samples}, {"--loops", c.loops}} {
+		if f.v < 0 {
+			return c, fmt.Errorf("%s must be positive (0: the experiment's default)", f.name)
+		}
+	}
+	switch {
+	case c.cpus == 1:
+		return c, fmt.Errorf("--cpus 1: every experiment sends IPIs between CPUs; give 2 or more")
+	case c.cpus > guestKernelCPUs:
+		return c, fmt.Errorf("--cpus %d: govmm's guest kernel is built for at most %d CPUs (NR_CPUS)", c.cpus, guestKernelCPUs)
+	case c.samples == 1:
+		return c, fmt.Errorf("--samples 1: Student's t needs at least 2 samples per mode")
+	}
+	return c, nil
+}
+
+// run runs experiment e at its size (the defaults, overridden by the
+// flags given), fills its part of res and returns its report.
+func (c seedsConfig) run(e string, res *seedsResult, im kernelImages, stdout io.Writer) (string, error) {
+	size := seedsSizes[e]
+	for _, o := range []struct{ flag, size *int }{{&c.cpus, &size.cpus}, {&c.samples, &size.samples}, {&c.loops, &size.loops}} {
+		if *o.flag > 0 {
+			*o.size = *o.flag
+		}
+	}
+	switch e {
+	case "mixed":
+		rep, rows, err := seedMixed(size.cpus, size.samples, size.loops, shorthand(c.broadcast), im, c.timeout, c.out, stdout)
+		if err != nil {
+			return "", err
+		}
+		dev, devRows, err := seedDevices(size.cpus, im, c.timeout, c.out, stdout)
+		res.Mixed, res.Device = rows, devRows
+		return rep + dev, err
+	case "pv-ipi":
+		rep, rows, err := seedPVIPI(size.cpus, size.loops, im, c.timeout, stdout)
+		res.PVIPI = rows
+		return rep, err
+	case "x2apic":
+		rep, rows, err := seedX2APIC(size.cpus, size.loops, shorthand(c.broadcast), im, c.timeout, stdout)
+		res.X2APIC = rows
+		return rep, err
+	}
+	return "", fmt.Errorf("unknown experiment %q", e)
 }
 
 // shorthand is the kernel parameter for --ipi-broadcast, and what the
@@ -351,51 +376,25 @@ var (
 var seedMixedModes = []struct{ name, post string }{{"mixed", "mixed"}, {"physical", "phys"}, {"cluster", "cluster"}}
 
 func seedMixed(cpus, samples, loops int, sh shorthand, im kernelImages, timeout time.Duration, out string, stdout io.Writer) (string, []seedFlushRow, error) {
-	var sets []seedstat.Set
 	var rows []seedFlushRow
-	var table []string
-	var exitsPerFlush []float64
 	for _, mode := range seedMixedModes {
-		m, err := linuxguest.CheckMode(mode.name, cpus, true)
-		if mode.name == "physical" && cpus > 255 {
-			m, err = linuxguest.PhysicalRemapped, nil
-		}
+		r, err := flushRun(mode.name, cpus, samples, loops, sh, im, timeout, stdout)
 		if err != nil {
 			return "", nil, err
 		}
-		b := kernelBench{mode: m, cpus: cpus, cmdline: fmt.Sprintf("govmm.flushbench=%d,%d", samples, loops) + sh.cmdline()}
-		log, secs, err := seedBoot(mode.name+" mode", b, im, timeout, stdout)
-		if err != nil {
-			return "", nil, err
-		}
-		var ns []float64
-		for _, s := range reFlushSample.FindAllStringSubmatch(log, -1) {
-			v, _ := strconv.ParseFloat(s[4], 64)
-			ns = append(ns, v)
-		}
-		if len(ns) != samples {
-			return "", nil, fmt.Errorf("%s mode: the kernel printed %d of %d samples", mode.name, len(ns), samples)
-		}
-		c, sender, err := countSection(secs, 5, -1)
-		if err != nil {
-			return "", nil, err
-		}
-		n := samples * loops
-		var masks []string
-		for _, m := range reClusterMask.FindAllStringSubmatch(log, -1) {
-			masks = append(masks, strings.TrimSpace(m[1]))
-		}
-		writes := cpus - 1
-		if mode.name != "physical" {
-			if writes, err = maskWrites(masks, cpus, sender); err != nil {
-				return "", nil, fmt.Errorf("%s mode: %w", mode.name, err)
-			}
-		}
-		rows = append(rows, seedFlushRow{Mode: mode.name, CPUs: cpus, Flushes: n, Sender: sender, Samples: ns, ClusterMasks: masks, FlushWrites: writes, seedExits: c})
-		sets = append(sets, seedstat.Set{Name: mode.post, Values: ns})
-		exitsPerFlush = append(exitsPerFlush, per(c.Exits, n))
-		table = append(table, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f |", mode.name,
-			per(c.Exits, n), per(c.SenderExits, n), per(c.SenderIPISends, n), writes, per(c.ReceiverExits, n), per(c.IPIs, n)))
+		rows = append(rows, r)
+	}
+	sets := make([]seedstat.Set, len(rows))
+	groups := make([]benchreport.Samples, len(rows))
+	exitsPerFlush := make([]float64, len(rows))
+	var table []string
+	for i, r := range rows {
+		sets[i] = seedstat.Set{Name: seedMixedModes[i].post, Values: r.Samples}
+		groups[i] = benchreport.Samples{Name: sets[i].Name, Values: r.Samples}
+		n := r.Flushes
+		exitsPerFlush[i] = per(r.Exits, n)
+		table = append(table, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %d | %.2f | %.2f |", r.Mode,
+			per(r.Exits, n), per(r.SenderExits, n), per(r.SenderIPISends, n), r.FlushWrites, per(r.ReceiverExits, n), per(r.IPIs, n)))
 	}
 	var w strings.Builder
 	fmt.Fprintf(&w, "## Xen's mixed x2APIC mode: flush_tlb_all() in a tight loop\n\n")
@@ -417,13 +416,46 @@ func seedMixed(cpus, samples, loops int, sh shorthand, im kernelImages, timeout 
 	}
 	fmt.Fprintf(&w, "Claims: %s\n", mixedVerdict(sets))
 	err := writeFile(filepath.Join(out, "mixed.svg"), func(f io.Writer) error {
-		groups := make([]benchreport.Samples, len(sets))
-		for i, s := range sets {
-			groups[i] = benchreport.Samples{Name: s.Name, Values: s.Values}
-		}
 		return benchreport.WriteDistributionSVG(f, fmt.Sprintf("%d flush_tlb_all() per sample, %d vCPUs", loops, cpus), "ns per sample", groups, "exits per flush", exitsPerFlush)
 	})
 	return w.String(), rows, err
+}
+
+// flushRun boots one mode with the flush loop and reads its samples, its
+// section's counts and the kernel's cluster masks.
+func flushRun(mode string, cpus, samples, loops int, sh shorthand, im kernelImages, timeout time.Duration, stdout io.Writer) (seedFlushRow, error) {
+	m, err := linuxguest.CheckMode(mode, cpus, true)
+	if mode == "physical" && cpus > 255 {
+		m, err = linuxguest.PhysicalRemapped, nil
+	}
+	if err != nil {
+		return seedFlushRow{}, err
+	}
+	b := kernelBench{mode: m, cpus: cpus, cmdline: fmt.Sprintf("govmm.flushbench=%d,%d", samples, loops) + sh.cmdline()}
+	log, secs, err := seedBoot(mode+" mode", b, im, timeout, stdout)
+	if err != nil {
+		return seedFlushRow{}, err
+	}
+	r := seedFlushRow{Mode: mode, CPUs: cpus, Flushes: samples * loops, FlushWrites: cpus - 1}
+	for _, s := range reFlushSample.FindAllStringSubmatch(log, -1) {
+		v, _ := strconv.ParseFloat(s[4], 64)
+		r.Samples = append(r.Samples, v)
+	}
+	if len(r.Samples) != samples {
+		return r, fmt.Errorf("%s mode: the kernel printed %d of %d samples", mode, len(r.Samples), samples)
+	}
+	if r.seedExits, r.Sender, err = countSection(secs, 5, -1); err != nil {
+		return r, err
+	}
+	for _, m := range reClusterMask.FindAllStringSubmatch(log, -1) {
+		r.ClusterMasks = append(r.ClusterMasks, strings.TrimSpace(m[1]))
+	}
+	if mode != "physical" {
+		if r.FlushWrites, err = maskWrites(r.ClusterMasks, cpus, r.Sender); err != nil {
+			return r, fmt.Errorf("%s mode: %w", mode, err)
+		}
+	}
+	return r, nil
 }
 
 var reMaskLine = regexp.MustCompile(`^cluster \d+ mask (\S+) `)
