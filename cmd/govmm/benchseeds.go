@@ -585,8 +585,12 @@ func seedDevices(cpus int, im kernelImages, timeout time.Duration, out string, s
 		if err != nil {
 			return "", nil, err
 		}
+		// The echo after blkbench is what the script waits for before it
+		// powers off: poweroff typed while blkbench still prints (one line
+		// per CPU and per queue) would end the guest with the tail of its
+		// output still in the tty, unread (on 64 vCPUs, 26 CPUs' lines).
 		b := kernelBench{mode: m, cpus: cpus, disk: disk,
-			shell: []string{"blkbench -n 8 -depth 1 -rw read", `blkbench: interrupts/io`}}
+			shell: []string{"blkbench -n 8 -depth 1 -rw read", `blkbench: interrupts/io`, "echo seeds-blkbench-done", `(?m)^seeds-blkbench-done\r?$`}}
 		log, secs, err := seedBoot(name+" mode with a disk", b, im, timeout, stdout)
 		if err != nil {
 			return "", nil, err
