@@ -19,7 +19,10 @@ type State struct {
 }
 
 var (
-	reRouting   = regexp.MustCompile(`Switched APIC routing to:? ?(physical flat|cluster x2apic|physical x2apic|mixed x2apic|flat|x2apic cluster|x2apic physical)`)
+	// "Switched" when the driver changes after boot-time probing;
+	// "Setting" when firmware handed the CPUs over in x2APIC mode and the
+	// MADT picked the driver (Linux 6.1 with 288 CPUs and x2apic_phys).
+	reRouting   = regexp.MustCompile(`(?:Switched|Setting) APIC routing to:? ?(physical flat|cluster x2apic|physical x2apic|mixed x2apic|flat|x2apic cluster|x2apic physical)`)
 	reMixed     = regexp.MustCompile(`govmm: APIC mode mixed`)
 	reX2APIC    = regexp.MustCompile(`x2apic enabled|x2apic: enabled|Enabling x2apic`)
 	reIRQRemap  = regexp.MustCompile(`Enabled IRQ remapping in (x2apic|xapic) mode`)

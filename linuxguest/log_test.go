@@ -23,6 +23,8 @@ govmm: APIC mode mixed: IPIs logical cluster, device interrupts physical
 smp: Brought up 1 node, 1 CPU
 `, State{APICMode: "mixed", X2APIC: true, CPUsUp: 1}},
 		{`Switched APIC routing to physical flat.`, State{APICMode: "physflat"}},
+		{`[    0.088827] x2apic: enabled by BIOS, switching to x2apic ops
+[    0.561224] Setting APIC routing to physical x2apic.`, State{APICMode: "physical x2apic", X2APIC: true}},
 	}
 	for i, c := range cases {
 		if got := ParseLog(c.log); got != c.want {
