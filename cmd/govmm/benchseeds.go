@@ -605,25 +605,32 @@ func seedDevices(cpus int, im kernelImages, timeout time.Duration, out string, s
 			return "", nil, fmt.Errorf("%s mode: %w", name, err)
 		}
 		rows = append(rows, r)
-		single, took, guest, govmm, differ := 0, 0, uint64(0), uint64(0), 0
-		for _, cs := range r.QueueCPUs {
-			if len(cs) == 1 {
-				single++
-			}
-		}
-		for i := range r.GuestPerCPU {
-			if r.GuestPerCPU[i] > 0 {
-				took++
-			}
-			if r.GuestPerCPU[i] != r.GovmmPerCPU[i] {
-				differ++
-			}
-			guest += r.GuestPerCPU[i]
-			govmm += r.GovmmPerCPU[i]
-		}
-		fmt.Fprintf(&w, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", name, r.Queues, single, took, r.IOs, guest, govmm, differ)
+		w.WriteString(r.tableRow())
 	}
 	return w.String(), rows, nil
+}
+
+// tableRow is the row's line of the device table: queues, those one CPU
+// took, CPUs that took any, reads, the two counts and the CPUs where they
+// differ.
+func (r seedDeviceRow) tableRow() string {
+	single, took, guest, govmm, differ := 0, 0, uint64(0), uint64(0), 0
+	for _, cs := range r.QueueCPUs {
+		if len(cs) == 1 {
+			single++
+		}
+	}
+	for i := range r.GuestPerCPU {
+		if r.GuestPerCPU[i] > 0 {
+			took++
+		}
+		if r.GuestPerCPU[i] != r.GovmmPerCPU[i] {
+			differ++
+		}
+		guest += r.GuestPerCPU[i]
+		govmm += r.GovmmPerCPU[i]
+	}
+	return fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %d | %d |\n", r.Mode, r.Queues, single, took, r.IOs, guest, govmm, differ)
 }
 
 // deviceRow reads blkbench's per-CPU and per-queue interrupt lines and
