@@ -360,12 +360,8 @@ func countSection(secs []accounting.Section, id, sender int) (seedExits, int, er
 	return seedExits{}, 0, fmt.Errorf("govmm counted no section %d: is the guest kernel built with patch 0006 ('make kernel')?", id)
 }
 
-func per(a uint64, b int) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
+// per is a count per operation (0 for no operations).
+func per(a uint64, b int) float64 { return ratioOr0(float64(a), float64(b)) }
 
 // ---- mixed: Xen's mixed x2APIC mode ----
 
@@ -788,6 +784,7 @@ func seedX2APIC(cpus, rounds int, sh shorthand, im kernelImages, timeout time.Du
 	return w.String(), rows, nil
 }
 
+// ratioOr0 is a/b, 0 when b is 0 (a mode with nothing measured).
 func ratioOr0(a, b float64) float64 {
 	if b == 0 {
 		return 0
