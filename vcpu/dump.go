@@ -14,14 +14,22 @@ import (
 )
 
 // RequestDump asks the vCPU to print where it is (state, RIP, IF, its
-// LAPIC's TPR/PPR/ISR/IRR) to w at its next exit; a running vCPU is kicked
-// for it. This is how 'kill -USR2' on govmm shows a guest that seems stuck.
+// LAPIC's TPR/PPR/ISR/IRR, its event log) to w; this is how 'kill -USR2'
+// on govmm shows a guest that seems stuck. The vCPU's own thread prints
+// it, since the registers and the event log are that thread's: a running
+// vCPU is kicked and prints at its exit, a halted one (or one waiting for
+// a SIPI) is woken, prints, and sleeps again. Only a vCPU whose loop has
+// ended is printed from here. The dump is asynchronous: w must take
+// writes from other goroutines.
 func (v *VCPU) RequestDump(w io.Writer) {
 	v.dumpTo.Store(&w)
 	v.Notify()
-	if s := v.State(); s == StateHalted || s == StateWaitSIPI || s == StateStopped {
-		v.dump(w, nil) // no exit will come: report from here
-		v.dumpTo.Store(nil)
+	if v.State() == StateStopped {
+		// The loop stored StateStopped after its last log write; the swap
+		// decides between it (it serves requests on its way out) and us.
+		if p := v.dumpTo.Swap(nil); p != nil {
+			v.dump(*p, nil)
+		}
 	}
 }
 
@@ -41,9 +49,12 @@ func (v *VCPU) LastExit() (uint32, bool) { return v.log.lastExit() }
 // returned, as LastExit.
 func (v *VCPU) ParkedByINIT() bool { return v.log.parkedByINIT() }
 
-// maybeDump runs on the vCPU thread after each KVM_RUN. A plain load
-// first: a dump is rare, and an atomic swap on every exit is not free (a
-// request that lands after the load is served at the next exit).
+// maybeDump runs on the vCPU thread after each KVM_RUN and each wake-up
+// of a halted or SIPI-waiting vCPU (run is then the kvm_run of its last
+// exit, or nil before the first). A plain load first: a dump is rare, and
+// an atomic swap on every exit is not free (a request that lands after the
+// load is served at the next exit or wake-up: RequestDump notifies after
+// it stores).
 func (v *VCPU) maybeDump(run *kvm.Run) {
 	if v.dumpTo.Load() == nil {
 		return

@@ -33,6 +33,9 @@ func (v *VCPU) halt(ifFlag bool) bool {
 func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 	polled, slept := false, false
 	for {
+		// A dump request wakes the vCPU too (RequestDump): served here,
+		// with the registers of its last exit, this HLT's.
+		v.maybeDump(v.kvm.RunData())
 		p, e := v.enter()
 		if p.Wakes(ifFlag) {
 			if polled && !slept {

@@ -125,6 +125,7 @@ func (v *VCPU) waitSIPI() error {
 			return nil
 		}
 		v.wake.sleep()
+		v.maybeDump(nil)
 		if v.stopped() {
 			return errStop
 		}

@@ -32,6 +32,7 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, fmt.Errorf("pinning the vCPU thread to host CPU %d: %w", v.hostCPU, err)}
 		}
 	}
+	defer v.maybeDump(nil) // a request that came as the loop ended (see RequestDump)
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 

@@ -531,8 +531,10 @@ func awaitLoops(loops []<-chan struct{}, kick func(), grace time.Duration) []int
 	}
 }
 
-// Dump prints every vCPU's state and LAPIC to w (see vcpu.RequestDump),
-// and the exits so far by cause.
+// Dump prints the exits so far by cause to w and asks every vCPU to print
+// its state and LAPIC there (see vcpu.RequestDump): each vCPU prints from
+// its own thread, as soon as it exits or is woken, so w takes writes from
+// several goroutines, after Dump has returned.
 func (vm *VM) Dump(w io.Writer) {
 	for _, c := range vm.cpus {
 		c.RequestDump(w)
