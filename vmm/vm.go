@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -469,7 +470,7 @@ func (vm *VM) Run(timeout time.Duration) Result {
 	}
 	if limit := vm.cfg.Watchdog; limit >= 0 {
 		if limit == 0 {
-			limit = DefaultWatchdog
+			limit = defaultWatchdogFor(len(vm.cpus), runtime.NumCPU())
 		}
 		go vm.watch(limit)
 	}

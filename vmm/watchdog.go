@@ -36,8 +36,28 @@ var ErrParked = errors.New("every vCPU is waiting for a SIPI (the guest INITed t
 // ErrStuck wraps the watchdog's verdict on a thread that stopped.
 var ErrStuck = errors.New("watchdog")
 
-// DefaultWatchdog is Config.Watchdog's default.
+// DefaultWatchdog is Config.Watchdog's default for a VM of at most
+// watchdogThreadsPerCPU vCPUs per host CPU; larger VMs get a multiple
+// (defaultWatchdogFor).
 const DefaultWatchdog = 60 * time.Second
+
+// watchdogThreadsPerCPU is how many vCPU threads may share one host CPU
+// before the default limit grows with them.
+const watchdogThreadsPerCPU = 8
+
+// defaultWatchdogFor is the limit for a VM of cpus vCPUs on hostCPUs
+// host CPUs. The watchdog judges wall time, and a vCPU thread serves its
+// exit only while the host runs it. Twice, a 288-vCPU Linux boot on the
+// nested host's 2 CPUs (with a second nested host on the same 2 cores)
+// was ended with a vCPU "serving one exit" for 2 and 5 minutes at its
+// first exit, a verdict on the host's scheduling more likely than on
+// govmm; the same boot alone went through. A thread starved for a CPU and
+// a handler blocked on a lock both look like "sleeping" from /proc (a Go
+// thread waiting for a P sleeps on a futex too), so the limit scales
+// instead: DefaultWatchdog per watchdogThreadsPerCPU threads per host CPU.
+func defaultWatchdogFor(cpus, hostCPUs int) time.Duration {
+	return DefaultWatchdog * time.Duration(max(1, cpus/(watchdogThreadsPerCPU*max(hostCPUs, 1))))
+}
 
 const (
 	watchPeriod = time.Second
@@ -86,7 +106,7 @@ func (w *watchdog) check(now time.Time, cpus []cpuSample, queues []queueSample) 
 		switch c.state {
 		case vcpu.StateVMM:
 			if stalled >= w.limit {
-				return fmt.Errorf("%w: vCPU %d has been serving one exit for %v (exits stuck at %d)", ErrStuck, i, stalled.Round(time.Second), c.exits)
+				return fmt.Errorf("%w: vCPU %d has been serving one exit for %v (exits stuck at %d; the limit is %v)", ErrStuck, i, stalled.Round(time.Second), c.exits, w.limit)
 			}
 		case vcpu.StateGuest:
 			switch {

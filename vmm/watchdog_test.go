@@ -115,3 +115,22 @@ func TestWatchdog(t *testing.T) {
 		}
 	})
 }
+
+// The default limit grows with the vCPU threads each host CPU must run.
+func TestDefaultWatchdogFor(t *testing.T) {
+	for _, c := range []struct {
+		cpus, host int
+		want       time.Duration
+	}{
+		{1, 2, DefaultWatchdog},
+		{16, 2, DefaultWatchdog},
+		{64, 2, 4 * DefaultWatchdog},
+		{288, 2, 18 * DefaultWatchdog},
+		{288, 64, DefaultWatchdog},
+		{8, 0, DefaultWatchdog},
+	} {
+		if got := defaultWatchdogFor(c.cpus, c.host); got != c.want {
+			t.Errorf("%d vCPUs on %d host CPUs: %v, want %v", c.cpus, c.host, got, c.want)
+		}
+	}
+}
