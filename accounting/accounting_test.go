@@ -11,7 +11,7 @@ import (
 )
 
 // TestSections: a section holds exactly the exits between its markers, not
-// the marker exits themselves.
+// the marker's own exits (the markers, reads of its ports).
 func TestSections(t *testing.T) {
 	a := NewVM(2)
 	a.Delivery = "avic"
@@ -21,6 +21,8 @@ func TestSections(t *testing.T) {
 	a.CPUs[0].Exit(exitcause.APIC(true, true, 0x30))
 	a.CPUs[1].Exit(exitcause.APIC(true, true, 0x0B))
 	a.CPUs[1].Exit(exitcause.HLT)
+	a.CPUs[0].Exit(exitcause.PIOMark) // a read of the marker's ports (is CPU 1 halted?)
+	a.CPUs[1].Exit(exitcause.PIOMark)
 	a.CPUs[0].Exit(exitcause.PIOMark)
 	a.Mark(0, 0)
 	a.CPUs[1].Exit(exitcause.HLT) // after: not in the section
@@ -46,7 +48,7 @@ func TestSections(t *testing.T) {
 	if back.Delivery != "avic" {
 		t.Errorf("JSON delivery %q, want avic", back.Delivery)
 	}
-	if back.Total.Exits != 7 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
+	if back.Total.Exits != 9 || back.Sections[0].Total.ByCause["msr_x2apic_icr_write"] != 1 {
 		t.Errorf("JSON round trip: %+v", back.Total)
 	}
 	var buf bytes.Buffer

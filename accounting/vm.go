@@ -50,21 +50,22 @@ func (a *VM) Snapshot() []Snapshot {
 }
 
 // Mark handles a write to the window port: id > 0 opens section id (closing
-// any open one), 0 closes the open one. The marker exit that calls Mark has
-// already been counted on cpu; it is left out of the section at both ends.
+// any open one), 0 closes the open one. The marker's own exits (the one
+// that calls Mark, already counted on cpu, and the guest's reads of the
+// marker's ports, such as its question whether a receiver is halted) are
+// the instrument's, not the measured code's: a section leaves them out.
 func (a *VM) Mark(cpu int, id int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	snap := a.Snapshot()
 	if a.open != 0 {
-		snap[cpu].Exits[exitcause.PIOMark]-- // the closing marker itself
 		sec := Section{ID: a.open, CPUs: make([]Snapshot, len(snap))}
 		for i := range snap {
 			sec.CPUs[i] = snap[i].Sub(a.openAt[i])
+			sec.CPUs[i].Exits[exitcause.PIOMark] = 0
 		}
 		a.sections = append(a.sections, sec)
 		a.open = 0
-		snap[cpu].Exits[exitcause.PIOMark]++
 	}
 	if id != 0 {
 		a.open, a.openAt = id, snap

@@ -165,7 +165,7 @@ func TestACPIPMPowerOff(t *testing.T) {
 func TestMarkerReadBack(t *testing.T) {
 	m := NewMarker(4, func(int, int) {}, func(cpu int) SectionCounts {
 		return SectionCounts{All: 100, Own: uint64(cpu), IPIsDelivered: 1 << 40, IPIsSent: 7, DeviceIRQExits: 9}
-	}, nil)
+	}, nil, nil)
 	for port, want := range map[uint16]uint32{0x660: 100, 0x664: 3, 0x668: 0xFFFFFFFF, 0x66C: 7, 0x670: 0, 0x674: 9} {
 		if got := markerIn(m, 3, port); got != want {
 			t.Errorf("IN %#x = %d, want %d", port, got, want)
@@ -178,7 +178,7 @@ func TestMarkerReadBack(t *testing.T) {
 func TestMarkerInjected(t *testing.T) {
 	m := NewMarker(2, func(int, int) {}, nil, func(cpu int, vector uint8) uint64 {
 		return 1<<32 | uint64(cpu)<<8 | uint64(vector)
-	})
+	}, nil)
 	m.Out(0, 0x670, []byte{0xfc, 0, 0, 0})
 	m.Out(1, 0x670, []byte{0xfb, 0, 0, 0})
 	if got := markerIn(m, 0, 0x670); got != 0x0fc {
@@ -194,6 +194,33 @@ func TestMarkerInjected(t *testing.T) {
 	}
 	if got := markerIn(m, 0, 0x660); got != 0 {
 		t.Errorf("IN 0x660 without section counts reads %d, want 0", got)
+	}
+}
+
+// TestMarkerHalted: 0x678 answers whether the vCPU the reader selected is
+// halted in govmm; each reader has its own selection, and a selection
+// past the last vCPU reads 0.
+func TestMarkerHalted(t *testing.T) {
+	halted := map[int]bool{2: true}
+	m := NewMarker(3, func(int, int) {}, nil, nil, func(cpu int) bool { return halted[cpu] })
+	m.Out(0, 0x678, []byte{2, 0, 0, 0})
+	m.Out(1, 0x678, []byte{1, 0, 0, 0})
+	if got := markerIn(m, 0, 0x678); got != 1 {
+		t.Errorf("vCPU 0 asks about halted vCPU 2: %d, want 1", got)
+	}
+	if got := markerIn(m, 1, 0x678); got != 0 {
+		t.Errorf("vCPU 1 asks about running vCPU 1: %d, want 0", got)
+	}
+	halted[1] = true
+	if got := markerIn(m, 1, 0x678); got != 1 {
+		t.Errorf("vCPU 1 asks again once it halted: %d, want 1", got)
+	}
+	m.Out(0, 0x678, []byte{3, 0, 0, 0})
+	if got := markerIn(m, 0, 0x678); got != 0 {
+		t.Errorf("vCPU 3 of 3: %d, want 0", got)
+	}
+	if got := markerIn(NewMarker(1, func(int, int) {}, nil, nil, nil), 0, 0x678); got != 0 {
+		t.Errorf("no Halted: %d, want 0", got)
 	}
 }
 

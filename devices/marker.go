@@ -25,6 +25,18 @@ package devices
 //
 // Read with interrupts off, it equals what that CPU has taken: govmm
 // injects only into a vCPU that can take the interrupt at once.
+//
+// And whether govmm has served another vCPU's HLT, so that a guest which
+// saw that CPU on its way into HLT knows its HLT exit is counted before
+// it opens or closes a section (a wait of the guest's own cannot know:
+// the vCPU's thread may get no host CPU for any length of time):
+//
+//	OUT 0x678 i  select vCPU i (govmm's APIC IDs are vCPU indexes)
+//	IN  0x678    1: the selected vCPU is halted in govmm, its HLT exit
+//	             counted; 0: it is not (or there is no vCPU i)
+//
+// The marker's own exits (its ports' reads and writes) are the
+// instrument's and are left out of every section (accounting.VM.Mark).
 type Marker struct {
 	Mark func(cpu, id int)
 	// Last returns the counts of the last closed section as seen by cpu;
@@ -33,10 +45,15 @@ type Marker struct {
 	// Injected returns how often vector has been injected into cpu; nil
 	// reads as zeros.
 	Injected func(cpu int, vector uint8) uint64
+	// Halted says whether vCPU cpu is halted in govmm (its HLT exit
+	// served); nil reads as 0.
+	Halted func(cpu int) bool
 
-	// vector[cpu] is cpu's selection at 0x670. A vCPU's port exits run on
-	// its own thread, so each slot has one writer and one reader: no lock.
+	// vector[cpu] and halted[cpu] are cpu's selections at 0x670 and
+	// 0x678. A vCPU's port exits run on its own thread, so each slot has
+	// one writer and one reader: no lock.
 	vector []uint8
+	halted []uint32
 }
 
 // SectionCounts are what a section's reader sees at the marker's ports:
@@ -50,12 +67,13 @@ type SectionCounts struct {
 }
 
 // MarkerPorts is the number of ports from 0x660 the marker answers.
-const MarkerPorts = 0x18
+const MarkerPorts = 0x1C
 
 // NewMarker returns a marker for cpus vCPUs.
 func NewMarker(cpus int, mark func(cpu, id int), last func(cpu int) SectionCounts,
-	injected func(cpu int, vector uint8) uint64) *Marker {
-	return &Marker{Mark: mark, Last: last, Injected: injected, vector: make([]uint8, cpus)}
+	injected func(cpu int, vector uint8) uint64, halted func(cpu int) bool) *Marker {
+	return &Marker{Mark: mark, Last: last, Injected: injected, Halted: halted,
+		vector: make([]uint8, cpus), halted: make([]uint32, cpus)}
 }
 
 func (m *Marker) In(cpu int, port uint16, data []byte) {
@@ -64,6 +82,10 @@ func (m *Marker) In(cpu int, port uint16, data []byte) {
 	case off == 0x670:
 		if m.Injected != nil && cpu < len(m.vector) {
 			v = m.Injected(cpu, m.vector[cpu]) & 0xFFFFFFFF
+		}
+	case off == 0x678:
+		if m.Halted != nil && cpu < len(m.halted) && int(m.halted[cpu]) < len(m.halted) && m.Halted(int(m.halted[cpu])) {
+			v = 1
 		}
 	case m.Last != nil:
 		c := m.Last(cpu)
@@ -90,5 +112,7 @@ func (m *Marker) Out(cpu int, port uint16, data []byte) {
 		m.Mark(cpu, int(le(data)))
 	case port == 0x670 && cpu < len(m.vector):
 		m.vector[cpu] = uint8(le(data))
+	case port == 0x678 && cpu < len(m.halted):
+		m.halted[cpu] = uint32(le(data))
 	}
 }

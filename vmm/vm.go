@@ -391,7 +391,8 @@ func (vm *VM) setupDevices() error {
 		{PortTestDev, 24, "pc-testdev", exitcause.PIOTestDev, &devices.TestDev{SetLine: vm.plat.SetLine}},
 		{PortMSITest, 16, "MSI test device", exitcause.PIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
 		{PortMark, devices.MarkerPorts, "accounting marker", exitcause.PIOMark,
-			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, func(cpu int) devices.SectionCounts { return devices.SectionCounts(vm.acct.LastSection(cpu)) }, vm.acct.InjectedVector)},
+			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, func(cpu int) devices.SectionCounts { return devices.SectionCounts(vm.acct.LastSection(cpu)) }, vm.acct.InjectedVector,
+				func(cpu int) bool { return vm.cpus[cpu].State() == vcpu.StateHalted })},
 	})
 }
 

@@ -440,7 +440,7 @@ func flushRun(mode string, cpus, samples, loops int, sh shorthand, im kernelImag
 		r.Samples = append(r.Samples, v)
 	}
 	if len(r.Samples) != samples {
-		return r, fmt.Errorf("%s mode: the kernel printed %d of %d samples", mode, len(r.Samples), samples)
+		return r, fmt.Errorf("%s mode: the kernel printed %d of %d samples; its flushbench lines:\n%s", mode, len(r.Samples), samples, linesWith(log, "govmm-flushbench"))
 	}
 	if r.seedExits, r.Sender, err = countSection(secs, 5, -1); err != nil {
 		return r, err
@@ -790,4 +790,19 @@ func ratioOr0(a, b float64) float64 {
 		return 0
 	}
 	return a / b
+}
+
+// linesWith is the lines of log that hold what, for an error that must
+// show what the guest printed ("(none)" when there are none).
+func linesWith(log, what string) string {
+	var out []string
+	for l := range strings.Lines(log) {
+		if strings.Contains(l, what) {
+			out = append(out, strings.TrimRight(l, "\r\n"))
+		}
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, "\n")
 }

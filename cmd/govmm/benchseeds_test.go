@@ -43,10 +43,10 @@ func TestBenchSeeds(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	status := run([]string{"bench-seeds", "all", "--cpus", "4", "--samples", "2", "--loops", "5", "--out", out}, &stdout, &stderr)
-	t.Logf("stdout:\n%s", stdout.String())
-	if status != 0 {
-		t.Fatalf("bench-seeds exited %d:\n%s", status, stderr.String())
+	if status != 0 { // the verdict first: a summary quotes a failure's first lines
+		t.Fatalf("bench-seeds exited %d:\n%s\nstdout:\n%s", status, stderr.String(), stdout.String())
 	}
+	t.Logf("stdout:\n%s", stdout.String())
 	b, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -183,5 +183,16 @@ func checkSends(t *testing.T, what string, c seedExits, sends, ipis uint64, oneP
 	if onePerTarget && c.IPISendExits != c.IPIs {
 		t.Errorf("%s: %d IPI-send exits, %d IPIs delivered: in x2APIC physical mode each send reaches one CPU\n  sender: %v\n  others: %v",
 			what, c.IPISendExits, c.IPIs, c.SenderCauses, c.ReceiverCauses)
+	}
+}
+
+// An error about missing guest output quotes the lines the guest did print.
+func TestLinesWith(t *testing.T) {
+	log := "a\r\ngovmm-flushbench: sample 0: 5 flushes\r\nb\ngovmm-flushbench: sample 1: 5 flushes"
+	if got, want := linesWith(log, "govmm-flushbench"), "govmm-flushbench: sample 0: 5 flushes\ngovmm-flushbench: sample 1: 5 flushes"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := linesWith("a\nb\n", "x"); got != "(none)" {
+		t.Errorf("no such lines: %q", got)
 	}
 }

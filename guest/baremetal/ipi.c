@@ -7,7 +7,10 @@
  *          gap=G (TSC cycles a receiver has been halted before an IPI
  *          or a section marker; default 100000000 (40 ms at 2.5 GHz: a
  *          nested host under -race held a vCPU thread past 10000000 once,
- *          its HLT exit landing in the next section); 0: no wait at all, IPIs
+ *          its HLT exit landing in the next section). Under govmm the
+ *          wait is until govmm says it has served the receiver's HLT
+ *          (port 0x678), however long that takes, and G only says
+ *          whether to wait; 0: no wait at all, IPIs
  *          may then find receivers on their way into HLT or still in
  *          their handler, and a receiver's HLT exit may fall outside its
  *          section: the receivers' counts below no longer match a
@@ -87,6 +90,7 @@ static volatile u32 spin[MAX_CPUS], spinning[MAX_CPUS]; /* by APIC ID */
 static volatile u32 nmis[MAX_CPUS];                     /* by APIC ID */
 static u32 part_min = 1, part_max = MAX_CPUS; /* sections count APs with these IDs */
 static u32 gap;                         /* gap=: TSC cycles halted before an IPI or marker */
+static int govmm;                       /* govmm_vmm(): it answers whether a vCPU is halted */
 
 /* The receivers' own counts, by APIC ID (see the top). */
 enum { RC_HLT, RC_WAKE, RC_IRQ, RC_EOI, RC_PVEOI, RC_NMI, NRC };
@@ -181,16 +185,25 @@ static void send_to(u32 id, u32 vec)
 	sent[vec - 0x40][id]++;
 }
 
-/* Until APIC ID id has been on its way into HLT (or in it) for gap
- * cycles: long enough for its HLT exit to be over, so an IPI finds it
- * halted and a marker comes after that exit. Waits at most gap cycles once
- * the AP is on its way (its TSC may differ a little). */
+/* Until APIC ID id has halted: an IPI then finds it halted and a marker
+ * comes after its HLT exit. Under govmm, until govmm says it has served
+ * that HLT (port 0x678), which no wait of the guest's own can know: on a
+ * host of two CPUs the AP's vCPU thread once got no CPU for longer than
+ * the gap below, and its HLT exit fell into the next section. Elsewhere,
+ * until the AP has been on its way into HLT (or in it) for gap cycles,
+ * long enough for its HLT exit to be over (at most gap cycles once the AP
+ * is on its way: its TSC may differ a little). */
 static void wait_halted(u32 id, const char *what)
 {
 	if (!gap)
 		return;
 	if (!WAIT(halting[id], 10 + n / 16))
 		die(what, "APIC ID %u did not get back to HLT", id);
+	if (govmm) {
+		if (!WAIT(govmm_halted(id), 10 + n / 16))
+			die(what, "APIC ID %u on its way into HLT is not halted in govmm", id);
+		return;
+	}
 	u32 t0 = (u32)rdtsc();
 	while ((u32)rdtsc() - hlt_tsc[id] < gap && (u32)rdtsc() - t0 < gap)
 		pause();
@@ -409,6 +422,7 @@ void test_main(void)
 	int bcast_logical = logical && !(bc && streq(bc, "phys"));
 	rounds = param_u32("rounds", 2);
 	gap = param_u32("gap", 100000000);
+	govmm = govmm_vmm();
 	n = ncpus;
 	printf("# mode=%s rounds=%u gap=%u lowprio=%s bcast=%s\n", mode_names[mode], rounds, gap,
 	       strict ? "strict" : "any", bcast_logical ? "logical" : "phys");

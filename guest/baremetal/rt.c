@@ -400,14 +400,22 @@ void bsp_apic_setup(void)
 		die("bsp", "APIC ID %u, want 0", cpu_apicid[0]);
 }
 
-/* govmm's CPUID signature leaf 0x40000100 ("Govm..."), then its feature
- * leaf 0x40000101: EAX bit 1 is the SYSCALL doorbell (package pvsyscall). */
-int govmm_doorbell(void)
+/* govmm's CPUID signature leaf 0x40000100 ("Govm..."). */
+int govmm_vmm(void)
 {
 	u32 r[4];
 
 	cpuid(0x40000100, r);
-	if (r[1] != 0x6d766f47 || r[0] < 0x40000101u)   /* "Govm" */
+	return r[1] == 0x6d766f47 && r[0] >= 0x40000101u;   /* "Govm" */
+}
+
+/* Then its feature leaf 0x40000101: EAX bit 1 is the SYSCALL doorbell
+ * (package pvsyscall). */
+int govmm_doorbell(void)
+{
+	u32 r[4];
+
+	if (!govmm_vmm())
 		return 0;
 	cpuid(0x40000101u, r);
 	return (r[0] & (1u << 1)) != 0;
