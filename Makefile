@@ -166,7 +166,7 @@ nested-shell: build nested-deps
 # interrupts, context switches and signals, discarded pages, child
 # processes; once per vCPU count of USTRESS_CPUS, each boot required to
 # end with "ustress: ok". It must pass on every host: on emulating ones the
-# guest kernel's XSAVE family is completed by govmm (vcpu/xsave.go). The
+# guest kernel's XSAVE family is completed by govmm (complete/xsave.go). The
 # issue-12 proof is the default, 30 minutes on 2 and on 4 vCPUs.
 USTRESS      ?= -t 30m
 USTRESS_CPUS ?= 2 4

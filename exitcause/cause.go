@@ -79,9 +79,9 @@ const (
 	KickSpurious // ... by a kick that found nothing new (a kick racing an exit)
 	SetTPR
 	RecoverInt3
-	RecoverIntN // int n (n != 3) in kernel mode: delivered through the IDT gate (vcpu/softint.go)
+	RecoverIntN // int n (n != 3) in kernel mode: delivered through the IDT gate (complete/softint.go)
 	RecoverOther
-	// The XSAVE family completed by govmm (vcpu/xsave.go), one exit each:
+	// The XSAVE family completed by govmm (complete/xsave.go), one exit each:
 	// saves (XSAVE, XSAVEOPT, XSAVEC, XSAVES), restores (XRSTOR, XRSTORS),
 	// XGETBV, XSETBV, and those that raised an exception instead.
 	RecoverXSAVE

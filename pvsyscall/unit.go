@@ -137,7 +137,7 @@ func (u *Unit) doorbell(a *exitbus.Access) error {
 func forged(v exitbus.VCPU, run *kvm.Run) error {
 	if Refuse(&run.Sync.Regs) {
 		// KVM_SET_VCPU_EVENTS needs the registers in KVM first (as for
-		// #BP in vcpu/recover.go), and they must not be written again at
+		// #BP in complete/complete.go), and they must not be written again at
 		// entry.
 		if err := v.KVM().SetRegs(run.Sync.Regs); err != nil {
 			return err

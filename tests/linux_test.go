@@ -62,7 +62,7 @@ func bootLinuxEdit(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	}
 	// No retry: guest user space keeps its state on every host (the Go
 	// crashes once blamed on the emulating host were govmm's noxsave, see
-	// vcpu/xsave.go), so a crash there is a failure like any other.
+	// complete/xsave.go), so a crash there is a failure like any other.
 	if crash := userSpaceCrash(lr.log); crash != "" {
 		t.Fatalf("guest user space crashed (%q): %v", crash, err)
 	}

@@ -22,8 +22,8 @@
 // (fake_test.go) with real LAPICs, accounting and exit bus, no /dev/kvm.
 //
 // Files: the loop (run.go, exits.go, inject.go, kick.go, halt.go, wake.go,
-// yield.go, initsipi.go, entry.go), the completion of instructions the
-// host's emulator gives up on (recover.go, xsave.go, softint.go,
-// pagewalk.go, cmpxchg16b.go; the loop enters them through recover),
-// and diagnostics (dump.go, eventlog.go).
+// yield.go, initsipi.go, entry.go) and diagnostics (dump.go, eventlog.go).
+// The instructions the host's emulator gives up on are package complete's:
+// the loop enters it through one call (recover, in exits.go) and counts
+// the exit by the cause it returns.
 package vcpu

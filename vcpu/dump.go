@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 )
@@ -121,7 +122,7 @@ func (v *VCPU) stackNames(syms *ksyms.Table, s *kvm.Sregs, rsp uint64) string {
 	}
 	var names []string
 	for i := uint64(0); i < dumpStackWords && len(names) < dumpStackNames; i++ {
-		b, err := guestBytes(v.mem, s, rsp+word*i, word)
+		b, err := complete.GuestBytes(v.mem, s, rsp+word*i, word)
 		if err != nil {
 			break
 		}

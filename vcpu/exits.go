@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/internal/hostcpu"
@@ -116,7 +117,7 @@ func (v *VCPU) shutdownSegments() string {
 	}
 	msg := fmt.Sprintf(" (CR0 %#x, CS %#x base %#x, GDTR base %#x limit %#x", s.CR0, s.CS.Selector, s.CS.Base, s.GDT.Base, s.GDT.Limit)
 	if v.mem != nil {
-		if b, err := guestBytes(v.mem, s, s.GDT.Base+8, 8); err == nil {
+		if b, err := complete.GuestBytes(v.mem, s, s.GDT.Base+8, 8); err == nil {
 			msg += fmt.Sprintf(", GDT entry 1 %#016x", binary.LittleEndian.Uint64(b))
 		}
 	}
@@ -249,4 +250,16 @@ func pick[T any](c bool, a, b T) T {
 		return a
 	}
 	return b
+}
+
+// recover finishes an instruction the host's emulator gave up on
+// (KVM_EXIT_INTERNAL_ERROR): the loop's one entry into package complete,
+// which says how the exit is counted and whether it queued an exception.
+func (v *VCPU) recover() error {
+	o, err := v.completer.Complete(&v.log)
+	v.counts.Exit(o.Cause)
+	if o.ExceptionQueued {
+		v.exceptionQueued = true
+	}
+	return err
 }

@@ -20,7 +20,11 @@ func (v *VCPU) Sregs() (*kvm.Sregs, error) { return v.sregs() }
 // InjectException queues exception vector, with error code code (nil:
 // none), for the next entry.
 func (v *VCPU) InjectException(vector uint8, code *uint32) error {
-	return v.injectException(vector, code, nil)
+	if err := v.completer.InjectException(vector, code); err != nil {
+		return err
+	}
+	v.exceptionQueued = true
+	return nil
 }
 
 // WithdrawInjection cancels the interrupt KVM has queued for injection and

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
-	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/xstate"
@@ -118,8 +118,9 @@ type VCPU struct {
 	// pending (afterRun).
 	exceptionQueued bool
 
-	xstate   *xstate.Layout // nil: the XSAVE family is not completed here
-	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
+	// completer finishes the instructions the host's emulator gives up
+	// on (package complete); the loop's one entry into it is recover.
+	completer *complete.Unit
 
 	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
 	// log is the vCPU's last exits, kicks, injections, INITs and SIPIs,
@@ -159,9 +160,7 @@ func New(id int, c Config) *VCPU {
 	if v.sig == 0 {
 		v.sig = 0x600
 	}
-	if c.XState != nil {
-		v.xstate, v.xsaveBuf = c.XState, make([]byte, max(c.XSAVESize, kvm.XSAVEMinSize))
-	}
+	v.completer = complete.New(v.kvm, v.mem, v.sregs, c.XState, c.XSAVESize)
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
 	if v.done != nil {

@@ -29,7 +29,7 @@ func cpuidFor(supported []kvm.CPUIDEntry, id, cpus int, o cpuidOptions) []kvm.CP
 	// CPUID.1:ECX.XSAVE, while its guests see the host's leaf 1 with XSAVE
 	// set anyway: then a kernel that sets CR4.OSXSAVE gets #GP from KVM
 	// (kvm_is_valid_cr4 checks the CPUID govmm gave). govmm completes the
-	// XSAVE family itself where KVM cannot (vcpu/xsave.go), so the bit
+	// XSAVE family itself where KVM cannot (complete/xsave.go), so the bit
 	// follows leaf 0xD.
 	_, hasXSAVE := lookupCPUID(supported, 0xD, 0)
 	for _, e := range supported {
@@ -131,7 +131,7 @@ func lookupCPUID(entries []kvm.CPUIDEntry, leaf, sub uint32) (kvm.CPUIDEntry, bo
 const kvmCPUIDFlagSignificantIndex = 1
 
 // xstateLayout is the XSAVE layout a vCPU with CPUID table entries has,
-// for completing the XSAVE family (vcpu/xsave.go). The instruction forms it
+// for completing the XSAVE family (complete/xsave.go). The instruction forms it
 // accepts are those of the table and those of the host processor: the
 // emulating host this was written on lets the guest see the host's
 // CPUID.(0xD,1) whatever the table says (its KVM offers no XSAVEC, yet

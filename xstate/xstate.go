@@ -10,7 +10,7 @@
 // takes (legacy region, header whose XSTATE_BV says which components are in
 // use, every extended component at its CPUID offset); guest memory is a
 // byte slice the caller reads and writes. Package vcpu uses it to complete
-// these instructions on hosts whose KVM cannot (vcpu/xsave.go).
+// these instructions on hosts whose KVM cannot (complete/xsave.go).
 //
 // Left out: supervisor state components (IA32_XSS) other than in the
 // checks (KVM's image carries none, so a save or restore that would move

@@ -345,7 +345,7 @@ func writeSyscalls(w io.Writer, vm *vmm.VM, ph []linuxguest.PhaseRecord) {
 }
 
 // writeXState reports the XSAVE-family instructions govmm completed for
-// the guest kernel (vcpu/xsave.go), when there were any: each is one exit.
+// the guest kernel (complete/xsave.go), when there were any: each is one exit.
 func writeXState(w io.Writer, vm *vmm.VM) {
 	t := vm.Accounting().Report().Total
 	var n uint64

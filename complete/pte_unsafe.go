@@ -1,7 +1,7 @@
 // This file holds the one unsafe use of package vcpu: an atomic OR on a
 // page-table entry in guest RAM.
 
-package vcpu
+package complete
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package vcpu
+package complete
 
 import (
 	"encoding/binary"
@@ -55,7 +55,7 @@ func TestTranslate(t *testing.T) {
 
 func TestCompleteCmpxchg16b(t *testing.T) {
 	mem, s := longModeMem(t)
-	v := &VCPU{mem: mem, counts: NopCounters{}}
+	u := &Unit{mem: mem}
 	// lock cmpxchg16b [rdi]
 	inst, err := x86asm.Decode([]byte{0xF0, 0x48, 0x0F, 0xC7, 0x0F}, 64)
 	if err != nil {
@@ -65,20 +65,20 @@ func TestCompleteCmpxchg16b(t *testing.T) {
 	binary.LittleEndian.PutUint64(b, 1)
 	binary.LittleEndian.PutUint64(b[8:], 2)
 	regs := kvm.Regs{RDI: 0xFFFF800000000040, RAX: 1, RDX: 2, RBX: 3, RCX: 4}
-	if !v.completeMem(inst, &regs, s) || regs.RFLAGS&(1<<6) == 0 {
+	if !u.completeMem(inst, &regs, s) || regs.RFLAGS&(1<<6) == 0 {
 		t.Fatal("equal compare did not swap")
 	}
 	if binary.LittleEndian.Uint64(b) != 3 || binary.LittleEndian.Uint64(b[8:]) != 4 {
 		t.Fatalf("memory % x", b)
 	}
 	regs = kvm.Regs{RDI: 0xFFFF800000000040, RAX: 9, RDX: 9, RBX: 5, RCX: 6, RFLAGS: 1 << 6}
-	if !v.completeMem(inst, &regs, s) || regs.RFLAGS&(1<<6) != 0 || regs.RAX != 3 || regs.RDX != 4 {
+	if !u.completeMem(inst, &regs, s) || regs.RFLAGS&(1<<6) != 0 || regs.RAX != 3 || regs.RDX != 4 {
 		t.Fatalf("unequal compare: %+v", regs)
 	}
 	// popcnt rax, [rdi+8] reads the 4 stored above: 1 bit.
 	inst, _ = x86asm.Decode([]byte{0xF3, 0x48, 0x0F, 0xB8, 0x47, 0x08}, 64)
 	regs = kvm.Regs{RDI: 0xFFFF800000000040}
-	if !v.completeMem(inst, &regs, s) || regs.RAX != 1 {
+	if !u.completeMem(inst, &regs, s) || regs.RAX != 1 {
 		t.Fatalf("popcnt from memory: %+v", regs)
 	}
 }

@@ -1,7 +1,7 @@
 // This file declares CMPXCHG16B (cmpxchg16b_amd64.s), which completing
 // a guest's CMPXCHG16B on guest RAM needs atomically.
 
-package vcpu
+package complete
 
 // cmpxchg16b compares the 16 bytes at p (16-byte aligned) with old and, if
 // equal, stores new; it returns what was there.

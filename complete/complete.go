@@ -1,7 +1,19 @@
-// This file holds instruction recovery: completing the instructions the
-// host's emulator gives up on (its cases and their exit causes).
-
-package vcpu
+// Package complete finishes the instructions the host's instruction
+// emulator gives up on (KVM_EXIT_INTERNAL_ERROR, emulation sub-error), as
+// measured in docs/hosts.md: what it can finish it finishes, and says how
+// the exit is counted; anything else is an error naming the instruction's
+// bytes, its decoding and the guest RIP.
+//
+// Finished here: int3 (inject #BP, RIP past it), int n (softint.go), fwait
+// (no x87 exception is ever pending: a no-op), clac/stac (RFLAGS.AC), and
+// popcnt, lzcnt, tzcnt with register and memory operands, cmpxchg16b
+// (cmpxchg16b.go, on the guest's memory through its page tables,
+// pagewalk.go), and the XSAVE family (xsave.go). Not SSE or AVX
+// instructions: govmm's guest kernel runs none.
+//
+// The vCPU loop (package vcpu) reaches it through one entry, Unit.Complete,
+// and counts the exit by the Outcome's cause: this package counts nothing.
+package complete
 
 import (
 	"fmt"
@@ -11,32 +23,98 @@ import (
 
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/xstate"
 )
 
-// recover completes an instruction that the host's instruction emulator
-// gave up on (KVM_EXIT_INTERNAL_ERROR, emulation sub-error), as measured in
-// docs/hosts.md. What it can finish it finishes and counts; anything else stops
-// the VM with the instruction's bytes, its decoding and the guest RIP.
-//
-// Completed here: int3 (inject #BP, RIP past it), int n (softint.go), fwait (no x87 exception
-// is ever pending: a no-op), clac/stac (RFLAGS.AC), and popcnt, lzcnt, tzcnt
-// with register and memory operands, cmpxchg16b, and the XSAVE family
-// (xsave.go). Not SSE or AVX instructions: govmm's guest kernel runs none.
-func (v *VCPU) recover() error {
-	run := v.kvm.RunData()
-	ie := v.kvm.Internal()
+// Hardware is what finishing an instruction asks of KVM's vCPU (a
+// *kvm.VCPU in govmm; vcpu.Hardware holds it).
+type Hardware interface {
+	RunData() *kvm.Run
+	SetRegs(r kvm.Regs) error
+	GetMSR(index uint32) (uint64, error)
+	Events() (kvm.VCPUEvents, error)
+	SetEvents(e kvm.VCPUEvents) error
+	SetSregs(s kvm.Sregs) error
+	Internal() *kvm.InternalExit
+	EmulationFailure() *kvm.EmulationFailure
+	XSAVE(buf []byte) error
+	SetXSAVE(buf []byte) error
+	XCR0() (uint64, error)
+	SetXCR0(v uint64) error
+}
+
+var _ Hardware = (*kvm.VCPU)(nil)
+
+// Unit finishes one vCPU's instructions. Only that vCPU's thread uses it,
+// during the exit it serves.
+type Unit struct {
+	hw    Hardware
+	mem   *memory.Memory // nil: no memory operands are finished
+	sregs func() (*kvm.Sregs, error)
+
+	xstate   *xstate.Layout // nil: the XSAVE family is not finished here
+	xsaveBuf []byte         // KVM's XSAVE image, reused by every completion
+
+	out Outcome // the completion under way
+}
+
+// New returns the unit of the vCPU hw. sregs reads the exit's segment and
+// control registers (the loop's cached read: one ioctl per exit at most).
+// layout is the XSAVE layout the guest sees and xsaveSize KVM's XSAVE
+// image size; a nil layout leaves the XSAVE family unfinished.
+func New(hw Hardware, mem *memory.Memory, sregs func() (*kvm.Sregs, error), layout *xstate.Layout, xsaveSize int) *Unit {
+	u := &Unit{hw: hw, mem: mem, sregs: sregs}
+	if layout != nil {
+		u.xstate, u.xsaveBuf = layout, make([]byte, max(xsaveSize, kvm.XSAVEMinSize))
+	}
+	return u
+}
+
+// Outcome is what one completion did.
+type Outcome struct {
+	// Cause is how the exit is counted: the instruction finished
+	// (exitcause.Recover*), or Other when it was not.
+	Cause exitcause.Cause
+	// ExceptionQueued: an exception goes into the guest at the next
+	// entry (KVM_SET_VCPU_EVENTS), so no interrupt may be injected with it.
+	ExceptionQueued bool
+}
+
+// Complete finishes the instruction of this exit (KVM_EXIT_INTERNAL_ERROR).
+// events is the vCPU's recent history, quoted when the instruction is one
+// the unit does not finish.
+func (u *Unit) Complete(events fmt.Stringer) (Outcome, error) {
+	u.out = Outcome{Cause: exitcause.Other}
+	err := u.complete(events)
+	return u.out, err
+}
+
+// count sets the cause the exit is counted by.
+func (u *Unit) count(c exitcause.Cause) { u.out.Cause = c }
+
+// InjectException queues exception vec (a fault: RIP stays at the
+// instruction) for the next entry, with error code code (nil: none), for
+// an exit handler that refuses an access.
+func (u *Unit) InjectException(vec uint8, code *uint32) error {
+	return u.injectException(vec, code, nil)
+}
+
+func (u *Unit) complete(events fmt.Stringer) error {
+	run := u.hw.RunData()
+	ie := u.hw.Internal()
 	if ie.Suberror != kvm.InternalErrorEmulation {
-		v.counts.Exit(exitcause.Other)
+		u.count(exitcause.Other)
 		return fmt.Errorf("KVM internal error, sub-error %d (data %#x)", ie.Suberror, ie.Data[:min(int(ie.NData), 16)])
 	}
-	ef := v.kvm.EmulationFailure()
+	ef := u.hw.EmulationFailure()
 	regs := &run.Sync.Regs
 	if ef.Flags&kvm.EmulationFlagInsnBytes == 0 || ef.InsnSize == 0 {
-		v.counts.Exit(exitcause.Other)
+		u.count(exitcause.Other)
 		return fmt.Errorf("KVM could not emulate an instruction at RIP %#x and gave no bytes", regs.RIP)
 	}
 	code := ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
-	sregs, err := v.sregs()
+	sregs, err := u.sregs()
 	if err != nil {
 		return err
 	}
@@ -55,40 +133,40 @@ func (v *VCPU) recover() error {
 		} else {
 			regs.RFLAGS |= rflagsAC
 		}
-		v.counts.Exit(exitcause.RecoverOther)
+		u.count(exitcause.RecoverOther)
 		regs.RIP += 3
 		run.DirtyRegs |= kvm.SyncRegsGPR
 		return nil
 	}
 	inst, err := x86asm.Decode(code, mode)
 	if err != nil {
-		v.counts.Exit(exitcause.Other)
+		u.count(exitcause.Other)
 		return fmt.Errorf("KVM could not emulate the instruction % x at RIP %#x (undecodable: %v)", code, regs.RIP, err)
 	}
-	if handled, err := v.completeXState(inst, mode); handled {
+	if handled, err := u.completeXState(inst, mode); handled {
 		return err
 	}
 	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCC {
-		v.counts.Exit(exitcause.RecoverInt3)
-		return v.injectBP(uint64(inst.Len))
+		u.count(exitcause.RecoverInt3)
+		return u.injectBP(uint64(inst.Len))
 	}
 	if inst.Op == x86asm.INT && len(code) > 0 && code[0] == 0xCD && sregs.CR0&1 != 0 {
-		return v.completeSoftInt(inst, sregs, mode)
+		return u.completeSoftInt(inst, sregs, mode)
 	}
-	if !complete(inst, regs) && !v.completeMem(inst, regs, sregs) {
-		v.counts.Exit(exitcause.Other)
+	if !completeRegs(inst, regs) && !u.completeMem(inst, regs, sregs) {
+		u.count(exitcause.Other)
 		// In real mode (paging off) CS base is a physical address: the
 		// code as the CPU found it in RAM, beside the bytes KVM fetched.
 		seen := ""
-		if mode == 16 && v.mem != nil {
-			if b, err := v.mem.Slice(sregs.CS.Base, 0x20); err == nil {
+		if mode == 16 && u.mem != nil {
+			if b, err := u.mem.Slice(sregs.CS.Base, 0x20); err == nil {
 				seen = fmt.Sprintf("; guest memory at CS base: % x", b)
 			}
 		}
 		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s; the vCPU's last events: %v",
-			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, seen, &v.log)
+			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, seen, events)
 	}
-	v.counts.Exit(exitcause.RecoverOther)
+	u.count(exitcause.RecoverOther)
 	regs.RIP += uint64(inst.Len)
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	return nil
@@ -96,8 +174,8 @@ func (v *VCPU) recover() error {
 
 // injectBP moves RIP past int3 and injects #BP (a trap: it reports the next
 // instruction), which is what the CPU would have done.
-func (v *VCPU) injectBP(n uint64) error {
-	return v.injectTrapEvent(n, func(ev *kvm.VCPUEvents) {
+func (u *Unit) injectBP(n uint64) error {
+	return u.injectTrapEvent(n, func(ev *kvm.VCPUEvents) {
 		ev.Exception.Injected, ev.Exception.Nr, ev.Exception.HasErrorCode = 1, 3, 0
 	})
 }
@@ -106,25 +184,25 @@ func (v *VCPU) injectBP(n uint64) error {
 // the event set makes at the next entry, so that the handler's frame names
 // the next instruction. No interrupt from govmm's LAPIC is injected in the
 // same entry (exceptionQueued).
-func (v *VCPU) injectTrapEvent(n uint64, set func(*kvm.VCPUEvents)) error {
-	run := v.kvm.RunData()
+func (u *Unit) injectTrapEvent(n uint64, set func(*kvm.VCPUEvents)) error {
+	run := u.hw.RunData()
 	run.Sync.Regs.RIP += n
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	// KVM_SET_VCPU_EVENTS needs RIP in KVM first: push the registers now.
-	if err := v.kvm.SetRegs(run.Sync.Regs); err != nil {
+	if err := u.hw.SetRegs(run.Sync.Regs); err != nil {
 		return err
 	}
 	run.DirtyRegs &^= kvm.SyncRegsGPR
-	ev, err := v.kvm.Events()
+	ev, err := u.hw.Events()
 	if err != nil {
 		return err
 	}
 	set(&ev)
 	ev.Flags = 0
-	if err := v.kvm.SetEvents(ev); err != nil {
+	if err := u.hw.SetEvents(ev); err != nil {
 		return err
 	}
-	v.exceptionQueued = true
+	u.out.ExceptionQueued = true
 	return nil
 }
 
@@ -132,8 +210,8 @@ func (v *VCPU) injectTrapEvent(n uint64, set func(*kvm.VCPUEvents)) error {
 // host's emulator leaves to user space: cmpxchg16b (done with a real locked
 // cmpxchg16b on the guest's memory, so it stays atomic against the other
 // vCPUs) and popcnt/lzcnt/tzcnt from memory.
-func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool {
-	if v.mem == nil {
+func (u *Unit) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool {
+	if u.mem == nil {
 		return false
 	}
 	var m x86asm.Mem
@@ -164,7 +242,7 @@ func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool 
 		if la&15 != 0 {
 			return false // #GP(0) on hardware: left to the error path
 		}
-		b, err := guestBytes(v.mem, s, la, 16)
+		b, err := GuestBytes(u.mem, s, la, 16)
 		if err != nil {
 			return false
 		}
@@ -181,7 +259,7 @@ func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool 
 	if !ok {
 		return false
 	}
-	b, err := guestBytes(v.mem, s, la, uint64(width/8))
+	b, err := GuestBytes(u.mem, s, la, uint64(width/8))
 	if err != nil {
 		return false
 	}
@@ -195,7 +273,7 @@ func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool 
 	src := map[int]x86asm.Reg{16: x86asm.AX, 32: x86asm.EAX, 64: x86asm.RAX}[width]
 	rinst := inst
 	rinst.Args[1] = src
-	if !complete(rinst, &scratch) {
+	if !completeRegs(rinst, &scratch) {
 		return false
 	}
 	rv, _, _ := readReg(&scratch, reg)
@@ -204,7 +282,7 @@ func (v *VCPU) completeMem(inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs) bool 
 }
 
 // complete performs inst on regs when it only touches registers.
-func complete(inst x86asm.Inst, regs *kvm.Regs) bool {
+func completeRegs(inst x86asm.Inst, regs *kvm.Regs) bool {
 	switch inst.Op {
 	case x86asm.FWAIT:
 		return true

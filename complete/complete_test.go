@@ -1,4 +1,4 @@
-package vcpu
+package complete
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ func TestComplete(t *testing.T) {
 			t.Fatalf("%s: decode: %v", c.name, err)
 		}
 		r := c.in
-		if !complete(inst, &r) {
+		if !completeRegs(inst, &r) {
 			t.Errorf("%s: not completed", c.name)
 			continue
 		}
@@ -51,7 +51,7 @@ func TestComplete(t *testing.T) {
 	// Memory operands are not completed (they need a page walk).
 	inst, _ := x86asm.Decode([]byte{0xF3, 0x48, 0x0F, 0xB8, 0x03}, 64) // popcnt rax,[rbx]
 	r := kvm.Regs{}
-	if complete(inst, &r) {
+	if completeRegs(inst, &r) {
 		t.Error("popcnt with a memory operand was completed")
 	}
 }

@@ -1,4 +1,4 @@
-package vcpu
+package complete
 
 import "testing"
 

@@ -1,7 +1,7 @@
 // This file holds the guest page walk that completing an instruction
 // with memory operands needs: linear to guest-physical, with #PF.
 
-package vcpu
+package complete
 
 import (
 	"encoding/binary"
@@ -121,9 +121,9 @@ func operandAddress(m x86asm.Mem, inst x86asm.Inst, regs *kvm.Regs, s *kvm.Sregs
 	return a, true
 }
 
-// guestBytes returns the host bytes behind n guest bytes at linear address
+// GuestBytes returns the host bytes behind n guest bytes at linear address
 // la, which must not cross a page.
-func guestBytes(mem *memory.Memory, s *kvm.Sregs, la uint64, n uint64) ([]byte, error) {
+func GuestBytes(mem *memory.Memory, s *kvm.Sregs, la uint64, n uint64) ([]byte, error) {
 	if la&0xFFF+n > 0x1000 {
 		return nil, fmt.Errorf("operand at %#x crosses a page", la)
 	}

@@ -1,7 +1,7 @@
 // This file holds the XSAVE family completed by govmm where the host's
 // emulator cannot (model in package xstate).
 
-package vcpu
+package complete
 
 import (
 	"encoding/binary"
@@ -55,13 +55,13 @@ const MSRXSS = 0xDA0
 // completeXState completes inst if it is one of the XSAVE family: it
 // returns handled=false for any other instruction. A fault the instruction
 // raises is injected (RIP stays); on success RIP moves past it.
-func (v *VCPU) completeXState(inst x86asm.Inst, mode int) (handled bool, err error) {
-	if _, _, isArea := xstateOp(inst.Op); v.xstate == nil || !isArea && inst.Op != x86asm.XGETBV && inst.Op != x86asm.XSETBV {
+func (u *Unit) completeXState(inst x86asm.Inst, mode int) (handled bool, err error) {
+	if _, _, isArea := xstateOp(inst.Op); u.xstate == nil || !isArea && inst.Op != x86asm.XGETBV && inst.Op != x86asm.XSETBV {
 		return false, nil
 	}
-	run := v.kvm.RunData()
+	run := u.hw.RunData()
 	regs := &run.Sync.Regs
-	sregs, err := v.sregs() // read by recover already: no second ioctl
+	sregs, err := u.sregs() // read by recover already: no second ioctl
 	if err != nil {
 		return true, err
 	}
@@ -71,30 +71,30 @@ func (v *VCPU) completeXState(inst x86asm.Inst, mode int) (handled bool, err err
 	switch inst.Op {
 	case x86asm.XGETBV:
 		cause = exitcause.RecoverXGETBV
-		fault, err = v.xgetbv(regs, sregs)
+		fault, err = u.xgetbv(regs, sregs)
 	case x86asm.XSETBV:
 		cause = exitcause.RecoverXSETBV
-		fault, err = v.xsetbv(regs, sregs)
+		fault, err = u.xsetbv(regs, sregs)
 	default:
 		save, restore, _ := xstateOp(inst.Op)
 		cause = exitcause.RecoverXSAVE
 		if restore {
 			cause = exitcause.RecoverXRSTOR
 		}
-		fault, pf, err = v.xsaveArea(inst, save, restore, mode, regs, sregs)
+		fault, pf, err = u.xsaveArea(inst, save, restore, mode, regs, sregs)
 	}
 	switch {
 	case err != nil:
-		v.counts.Exit(exitcause.Other)
+		u.count(exitcause.Other)
 		return true, fmt.Errorf("completing %s at RIP %#x: %w", inst.Op, regs.RIP, err)
 	case pf != nil:
-		v.counts.Exit(exitcause.RecoverXStateFault)
-		return true, v.injectException(14, &pf.code, &pf.addr)
+		u.count(exitcause.RecoverXStateFault)
+		return true, u.injectException(14, &pf.code, &pf.addr)
 	case fault != xstate.OK:
-		v.counts.Exit(exitcause.RecoverXStateFault)
-		return true, v.injectFault(fault)
+		u.count(exitcause.RecoverXStateFault)
+		return true, u.injectFault(fault)
 	}
-	v.counts.Exit(cause)
+	u.count(cause)
 	regs.RIP += uint64(inst.Len)
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	return true, nil
@@ -122,25 +122,25 @@ func cpl(s *kvm.Sregs) uint8 { return s.CS.DPL }
 
 func edxEAX(r *kvm.Regs) uint64 { return r.RDX<<32 | r.RAX&0xFFFFFFFF }
 
-func (v *VCPU) xgetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
+func (u *Unit) xgetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
 	if f := xstateUsable(s, false); f != xstate.OK {
 		return f, nil
 	}
-	xcr0, err := v.kvm.XCR0()
+	xcr0, err := u.hw.XCR0()
 	if err != nil {
 		return 0, err
 	}
-	if err := v.kvm.XSAVE(v.xsaveBuf); err != nil {
+	if err := u.hw.XSAVE(u.xsaveBuf); err != nil {
 		return 0, err
 	}
-	val, f := v.xstate.XGETBV(uint32(regs.RCX), xcr0, v.xsaveBuf)
+	val, f := u.xstate.XGETBV(uint32(regs.RCX), xcr0, u.xsaveBuf)
 	if f == xstate.OK {
 		regs.RAX, regs.RDX = val&0xFFFFFFFF, val>>32
 	}
 	return f, nil
 }
 
-func (v *VCPU) xsetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
+func (u *Unit) xsetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
 	if f := xstateUsable(s, false); f != xstate.OK {
 		return f, nil
 	}
@@ -148,12 +148,12 @@ func (v *VCPU) xsetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
 	if cpl(s) != 0 || uint32(regs.RCX) != 0 {
 		return xstate.GP, nil
 	}
-	if f := v.xstate.SetXCR0(val); f != xstate.OK {
+	if f := u.xstate.SetXCR0(val); f != xstate.OK {
 		return f, nil
 	}
 	// KVM checks the value against the vCPU's CPUID too (__kvm_set_xcr);
 	// what it refuses, the guest's processor does not support.
-	if err := v.kvm.SetXCR0(val); err != nil {
+	if err := u.hw.SetXCR0(val); err != nil {
 		return xstate.GP, nil
 	}
 	return xstate.OK, nil
@@ -161,8 +161,8 @@ func (v *VCPU) xsetbv(regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, error) {
 
 // xsaveArea completes a save (XSAVE, XSAVEOPT, XSAVEC, XSAVES) or restore
 // (XRSTOR, XRSTORS) of the area its memory operand names.
-func (v *VCPU) xsaveArea(inst x86asm.Inst, op xstate.SaveOp, restore bool, mode int, regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, *pageFault, error) {
-	if v.mem == nil {
+func (u *Unit) xsaveArea(inst x86asm.Inst, op xstate.SaveOp, restore bool, mode int, regs *kvm.Regs, s *kvm.Sregs) (xstate.Fault, *pageFault, error) {
+	if u.mem == nil {
 		return 0, nil, fmt.Errorf("no guest memory to complete it on")
 	}
 	if f := xstateUsable(s, true); f != xstate.OK {
@@ -183,59 +183,59 @@ func (v *VCPU) xsaveArea(inst x86asm.Inst, op xstate.SaveOp, restore bool, mode 
 	if la&63 != 0 {
 		return xstate.GP, nil, nil
 	}
-	xcr0, err := v.kvm.XCR0()
+	xcr0, err := u.hw.XCR0()
 	if err != nil {
 		return 0, nil, err
 	}
 	permitted := xcr0
 	if supervisor {
-		if xss, err := v.kvm.GetMSR(MSRXSS); err == nil {
+		if xss, err := u.hw.GetMSR(MSRXSS); err == nil {
 			permitted |= xss
 		}
 	}
-	if permitted&v.xstate.SupervisorMask != 0 {
+	if permitted&u.xstate.SupervisorMask != 0 {
 		// KVM's XSAVE image holds no supervisor component.
-		return 0, nil, fmt.Errorf("the guest enabled supervisor state components %#x (IA32_XSS), which govmm cannot move", permitted&v.xstate.SupervisorMask)
+		return 0, nil, fmt.Errorf("the guest enabled supervisor state components %#x (IA32_XSS), which govmm cannot move", permitted&u.xstate.SupervisorMask)
 	}
 	rfbm := edxEAX(regs) & permitted
-	if err := v.kvm.XSAVE(v.xsaveBuf); err != nil {
+	if err := u.hw.XSAVE(u.xsaveBuf); err != nil {
 		return 0, nil, err
 	}
 	mode64 := mode == 64
 	if restore {
-		hdr, pf, err := v.readLinear(s, la+xstate.HeaderOffset, xstate.HeaderSize)
+		hdr, pf, err := u.readLinear(s, la+xstate.HeaderOffset, xstate.HeaderSize)
 		if pf != nil || err != nil {
 			return 0, pf, err
 		}
-		size, f := v.xstate.RestoreArea(hdr, permitted, supervisor)
+		size, f := u.xstate.RestoreArea(hdr, permitted, supervisor)
 		if f != xstate.OK {
 			return f, nil, nil
 		}
-		area, pf, err := v.readLinear(s, la, uint64(size))
+		area, pf, err := u.readLinear(s, la, uint64(size))
 		if pf != nil || err != nil {
 			return 0, pf, err
 		}
-		if f := v.xstate.Restore(v.xsaveBuf, area, rfbm, mode64); f != xstate.OK {
+		if f := u.xstate.Restore(u.xsaveBuf, area, rfbm, mode64); f != xstate.OK {
 			return f, nil, nil
 		}
-		return xstate.OK, nil, v.kvm.SetXSAVE(v.xsaveBuf)
+		return xstate.OK, nil, u.hw.SetXSAVE(u.xsaveBuf)
 	}
-	size := max(v.xstate.SaveSize(op, rfbm), xstate.HeaderOffset+xstate.HeaderSize)
-	pages, pf, err := linearRange(v.mem, s, la, uint64(size), true)
+	size := max(u.xstate.SaveSize(op, rfbm), xstate.HeaderOffset+xstate.HeaderSize)
+	pages, pf, err := linearRange(u.mem, s, la, uint64(size), true)
 	if pf != nil || err != nil {
 		return 0, pf, err
 	}
 	var old [8]byte
 	gather(old[:], pages, xstate.HeaderOffset)
-	for _, st := range v.xstate.Save(op, v.xsaveBuf, rfbm, binary.LittleEndian.Uint64(old[:]), mode64) {
+	for _, st := range u.xstate.Save(op, u.xsaveBuf, rfbm, binary.LittleEndian.Uint64(old[:]), mode64) {
 		scatter(pages, st.Off, st.Data)
 	}
 	return xstate.OK, nil, nil
 }
 
 // readLinear copies n bytes at linear address la out of guest memory.
-func (v *VCPU) readLinear(s *kvm.Sregs, la, n uint64) ([]byte, *pageFault, error) {
-	pages, pf, err := linearRange(v.mem, s, la, n, false)
+func (u *Unit) readLinear(s *kvm.Sregs, la, n uint64) ([]byte, *pageFault, error) {
+	pages, pf, err := linearRange(u.mem, s, la, n, false)
 	if pf != nil || err != nil {
 		return nil, pf, err
 	}
@@ -269,15 +269,15 @@ func scatter(pages [][]byte, off uint32, data []byte) {
 }
 
 // injectFault injects the exception an XSAVE-family check raised.
-func (v *VCPU) injectFault(f xstate.Fault) error {
+func (u *Unit) injectFault(f xstate.Fault) error {
 	zero := uint32(0)
 	switch f {
 	case xstate.GP:
-		return v.injectException(13, &zero, nil)
+		return u.injectException(13, &zero, nil)
 	case xstate.UD:
-		return v.injectException(6, nil, nil)
+		return u.injectException(6, nil, nil)
 	case xstate.NM:
-		return v.injectException(7, nil, nil)
+		return u.injectException(7, nil, nil)
 	}
 	return fmt.Errorf("no exception for %v", f)
 }
@@ -285,21 +285,21 @@ func (v *VCPU) injectFault(f xstate.Fault) error {
 // injectException makes the guest take exception vec (a fault: RIP stays
 // at the instruction) with an error code when code is non-nil, and for a
 // #PF with CR2 = *cr2.
-func (v *VCPU) injectException(vec uint8, code *uint32, cr2 *uint64) error {
-	run := v.kvm.RunData()
+func (u *Unit) injectException(vec uint8, code *uint32, cr2 *uint64) error {
+	run := u.hw.RunData()
 	if cr2 != nil {
-		cur, err := v.sregs()
+		cur, err := u.sregs()
 		if err != nil {
 			return err
 		}
 		s := *cur
 		s.CR2 = *cr2
-		if err := v.kvm.SetSregs(s); err != nil {
+		if err := u.hw.SetSregs(s); err != nil {
 			return err
 		}
 		run.Sync.Sregs.CR2 = *cr2
 	}
-	ev, err := v.kvm.Events()
+	ev, err := u.hw.Events()
 	if err != nil {
 		return err
 	}
@@ -308,9 +308,9 @@ func (v *VCPU) injectException(vec uint8, code *uint32, cr2 *uint64) error {
 		ev.Exception.HasErrorCode, ev.Exception.ErrorCode = 1, *code
 	}
 	ev.Flags = 0
-	if err := v.kvm.SetEvents(ev); err != nil {
+	if err := u.hw.SetEvents(ev); err != nil {
 		return err
 	}
-	v.exceptionQueued = true
+	u.out.ExceptionQueued = true
 	return nil
 }

@@ -1,7 +1,7 @@
 // This file holds INT n completed by govmm where the host's emulator
 // cannot deliver it through the guest's IDT.
 
-package vcpu
+package complete
 
 import (
 	"encoding/binary"
@@ -67,7 +67,7 @@ func checkSoftInt(gate []byte, vec uint8, long bool, cpl uint8) (f softIntFault,
 
 // completeSoftInt completes int n (n != 3: int3 is injectBP) for an
 // instruction of n bytes at the current RIP.
-func (v *VCPU) completeSoftInt(inst x86asm.Inst, s *kvm.Sregs, mode int) error {
+func (u *Unit) completeSoftInt(inst x86asm.Inst, s *kvm.Sregs, mode int) error {
 	imm, ok := inst.Args[0].(x86asm.Imm)
 	if !ok {
 		return fmt.Errorf("int with operand %v", inst.Args[0])
@@ -77,7 +77,7 @@ func (v *VCPU) completeSoftInt(inst x86asm.Inst, s *kvm.Sregs, mode int) error {
 	size := gateSize(long)
 	var gate []byte
 	if off := uint64(vec) * size; off+size-1 <= uint64(s.IDT.Limit) {
-		b, pf, err := v.readLinear(s, s.IDT.Base+off, 8)
+		b, pf, err := u.readLinear(s, s.IDT.Base+off, 8)
 		if err != nil {
 			return err
 		}
@@ -90,15 +90,15 @@ func (v *VCPU) completeSoftInt(inst x86asm.Inst, s *kvm.Sregs, mode int) error {
 	}
 	f, task := checkSoftInt(gate, vec, long, cpl(s))
 	if f.vector != 0 {
-		v.counts.Exit(exitcause.RecoverIntN)
-		return v.injectException(f.vector, &f.code, nil)
+		u.count(exitcause.RecoverIntN)
+		return u.injectException(f.vector, &f.code, nil)
 	}
 	if task {
-		v.counts.Exit(exitcause.Other)
+		u.count(exitcause.Other)
 		return fmt.Errorf("int %#x through a task gate (selector %#x): govmm does not switch tasks", vec, binary.LittleEndian.Uint16(gate[2:]))
 	}
-	v.counts.Exit(exitcause.RecoverIntN)
-	return v.injectTrapEvent(uint64(inst.Len), func(ev *kvm.VCPUEvents) {
+	u.count(exitcause.RecoverIntN)
+	return u.injectTrapEvent(uint64(inst.Len), func(ev *kvm.VCPUEvents) {
 		// An injected event of interrupt type pushes no error code and
 		// returns to the RIP it is entered with, as int n does. It is
 		// not subject to RFLAGS.IF: it is already being delivered.
