@@ -45,7 +45,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		v.counts.Exit(exitcause.IRQWindow)
 		v.exitFor(v.windowFor >= 0, uint8(v.windowFor), vlapic.ExitWindow)
 	case kvm.ExitIntr:
-		v.counts.Exit(v.kickCause())
+		v.kicked = true // counted by the next entry's look (countKick)
 	case kvm.ExitSetTPR:
 		v.counts.Exit(exitcause.SetTPR)
 	case kvm.ExitInternalError:

@@ -49,6 +49,7 @@ func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
 	p, e := v.enter()
+	v.countKick(p)
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
 	v.cr8 = e.CR8
 	v.takeBackPVEOIOffer(p)

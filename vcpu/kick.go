@@ -97,15 +97,23 @@ var tgkill = unix.Tgkill
 
 func (v *VCPU) wakeUp() { v.wake.wake() }
 
-// kickCause tells a kick that brought work (an interrupt, NMI, INIT or
-// SIPI to act on, or the VM's end) from one that raced an exit and found
-// nothing: the kick protocol can cost at most one such spurious exit.
-// A PV EOI the guest has done is completed first, as prepareEntry will:
-// until then its vector still holds PPR up and would hide the new one.
-func (v *VCPU) kickCause() exitcause.Cause {
-	if p := v.look(); p.Work() || v.stopped() {
-		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
-		return exitcause.Kick
+// countKick counts the kicked exit whose KVM_RUN just ended, if any, from
+// p, what the entry after it found (enter: the same look at the LAPIC that
+// decides the injection, so a kick costs no lock round trip of its own).
+// It tells a kick that brought work (an interrupt, NMI, INIT or SIPI to
+// act on, or the VM's end) from one that raced an exit and found nothing:
+// the kick protocol can cost at most one such spurious exit. The look
+// completes a PV EOI the guest has done first: until then its vector still
+// holds PPR up and would hide the new one.
+func (v *VCPU) countKick(p vlapic.Pending) {
+	if !v.kicked {
+		return
 	}
-	return exitcause.KickSpurious
+	v.kicked = false
+	if p.Work() || v.stopped() {
+		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
+		v.counts.Exit(exitcause.Kick)
+		return
+	}
+	v.counts.Exit(exitcause.KickSpurious)
 }

@@ -35,6 +35,11 @@ func (v *VCPU) Run() error {
 	defer v.maybeDump(nil) // a request that came as the loop ended (see RequestDump)
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
+	defer func() { // a kick the VM's end brought, before any entry counted it
+		if v.kicked {
+			v.countKick(v.look())
+		}
+	}()
 
 	// Only the kick may interrupt KVM_RUN. Any other signal reaching this
 	// thread in the guest (Go's preemption SIGURG, which sysmon sends to a
@@ -80,7 +85,7 @@ func (v *VCPU) Run() error {
 		if err != nil {
 			if endedWithoutExit(err) {
 				v.log.add(evKick, 0, run.Sync.Regs.RIP)
-				v.counts.Exit(v.kickCause())
+				v.kicked = true // counted by the next entry's look (countKick)
 				continue
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}

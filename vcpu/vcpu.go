@@ -117,6 +117,10 @@ type VCPU struct {
 	// KVM_RUN that exits: one that ended without (a kick) may have left it
 	// pending (afterRun).
 	exceptionQueued bool
+	// kicked: the last KVM_RUN ended for a kick (EINTR, immediate_exit,
+	// KVM_EXIT_INTR); the exit is counted, as a kick or a spurious one,
+	// by the next entry's look at the LAPIC (countKick).
+	kicked bool
 
 	// completer finishes the instructions the host's emulator gives up
 	// on (package complete); the loop's one entry into it is recover.
