@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/govmm/govmm/accounting"
 )
 
 // TestBenchSeeds runs the three seeds' experiments at their smallest size
@@ -194,5 +196,34 @@ func TestLinesWith(t *testing.T) {
 	}
 	if got := linesWith("a\nb\n", "x"); got != "(none)" {
 		t.Errorf("no such lines: %q", got)
+	}
+}
+
+// deviceRow compares each CPU's disk interrupts with govmm's device-vector
+// injections, and names the vectors on a CPU where they differ.
+func TestDeviceRow(t *testing.T) {
+	log := `blkbench: requests 16
+blkbench: cpu 0 interrupts 8
+blkbench: cpu 0 irq 25 virtio0-req.0 8
+blkbench: cpu 1 interrupts 8
+blkbench: cpu 1 irq 26 virtio0-req.1 8
+`
+	cpus := make([]accounting.Snapshot, 2)
+	cpus[0].InjectedVec[0x22] = 8
+	cpus[0].InjectedVec[0xfc] = 3 // a system vector: not the disk's
+	cpus[1].InjectedVec[0x22] = 8
+	cpus[1].InjectedVec[0x24] = 4 // another device's on CPU 1
+	r, err := deviceRow("cluster", 2, log, []accounting.Section{{ID: blkbenchSection, CPUs: cpus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IOs != 16 || r.Queues != 2 || r.GuestPerCPU[0] != 8 || r.GovmmPerCPU[0] != 8 || r.GovmmPerCPU[1] != 12 {
+		t.Errorf("row %+v", r)
+	}
+	if len(r.Differ) != 1 || r.Differ[1] != "0x22 x8, 0x24 x4" {
+		t.Errorf("differ %v, want CPU 1's two vectors", r.Differ)
+	}
+	if got, want := r.tableRow(), "| cluster | 2 | 2 | 2 | 16 | 16 | 20 | 1 |\n"; got != want {
+		t.Errorf("table row %q, want %q", got, want)
 	}
 }
