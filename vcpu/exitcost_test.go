@@ -40,7 +40,7 @@ func (r *repeatCPU) Run() error {
 }
 
 // exitLoop is one vCPU that takes exit s n times, with the x2APIC MSRs on
-// its bus as the VMM registers them (vmm/lapic.go).
+// its bus as the VMM registers them (routing/lapic.go).
 func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 	r := newRig(tb, 1)
 	lapic := r.apics.LAPIC(0)

@@ -43,7 +43,7 @@ func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
 	case msr == MSRTSCDeadline:
 		// The bus clock's TSC: right where the guest TSC is the host's
 		// plus a fixed offset (tests). govmm's vCPUs read KVM's and call
-		// WriteTSCDeadline (vmm/lapic.go).
+		// WriteTSCDeadline (routing/lapic.go).
 		a.WriteTSCDeadline(v, a.bus.clock.TSC())
 		return Effect{}, nil
 	case msr < MSRX2APICFirst || msr > MSRX2APICLast:

@@ -6,6 +6,7 @@ import (
 	"github.com/govmm/govmm/acpi"
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/exitcause"
+	"github.com/govmm/govmm/routing"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
 )
@@ -32,7 +33,7 @@ const (
 func (vm *VM) installACPI() error {
 	cfg := acpi.Config{
 		CPUs:      vm.cfg.CPUs,
-		IOAPICs:   []acpi.IOAPIC{{ID: 0, Addr: vioapic.Base, GSIBase: 0, SourceID: IOAPICSourceID}},
+		IOAPICs:   []acpi.IOAPIC{{ID: 0, Addr: vioapic.Base, GSIBase: 0, SourceID: routing.IOAPICSourceID}},
 		Overrides: acpi.ISAOverrides(sciIRQ),
 		PM:        acpi.PM{PM1aEvt: portPM1aEvt, PM1aCnt: portPM1aCnt, SCI: sciIRQ, ResetPort: portReset, ResetValue: resetValue, PMTimer: portPMTimer},
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/routing"
 )
 
 // hostClock is the LAPIC timers' clock: monotonic time since the VM was
@@ -13,15 +14,12 @@ import (
 // offset). The model is right only where KVM keeps that offset: on a host
 // whose TSC it finds unstable it moves it at every vcpu_load, so a TSC
 // deadline is judged against the vCPU's TSC read from KVM at the write
-// (lapicRanges.deadline), not against this.
+// (routing's TSC_DEADLINE handler), not against this.
 type hostClock struct {
 	start     time.Time
 	tscOffset uint64
 	tscHz     uint64
 }
-
-// msrTSC is IA32_TIME_STAMP_COUNTER.
-const msrTSC = 0x10
 
 func newHostClock(c *kvm.VCPU) (*hostClock, error) {
 	khz, err := c.TSCKHz()
@@ -29,7 +27,7 @@ func newHostClock(c *kvm.VCPU) (*hostClock, error) {
 		return nil, fmt.Errorf("cannot read the guest TSC frequency: %v", err)
 	}
 	before := kvm.RDTSC()
-	guest, err := c.GetMSR(msrTSC)
+	guest, err := c.GetMSR(routing.MSRTSC)
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func (vm *VM) sendPCIMSI(vector int, addr uint64, data uint32, sid uint16) bool 
 	if vf == nil {
 		return vm.plat.SendMSI(addr, data, sid)
 	}
-	if !vm.plat.sendMSI(addr, data, sid, func(cpu int) { vf.irqs.Delivered(vector, cpu) }) {
+	if !vm.plat.SendMSIAccepted(addr, data, sid, func(cpu int) { vf.irqs.Delivered(vector, cpu) }) {
 		vf.irqs.Refused(vector)
 		return false
 	}

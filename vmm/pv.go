@@ -10,6 +10,7 @@ import (
 	"github.com/govmm/govmm/pveoi"
 	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/pvsyscall"
+	"github.com/govmm/govmm/routing"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -94,7 +95,7 @@ func claimedMSRs() []hostprobe.Claimed {
 func msrBus() *exitbus.Bus {
 	var b exitbus.Bus
 	vm := &VM{}
-	if err := (lapicRanges{}).register(&b); err != nil {
+	if err := routing.RegisterLAPICs(&b, nil); err != nil {
 		panic(err)
 	}
 	if err := vm.newPVUnits().register(&b); err != nil {

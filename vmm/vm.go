@@ -19,6 +19,7 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
 	"github.com/govmm/govmm/memory"
+	"github.com/govmm/govmm/routing"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/xstate"
@@ -58,7 +59,7 @@ type VM struct {
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
 	bus    exitbus.Bus
-	plat   *platform
+	plat   *routing.Platform
 	pv     pvUnits
 	serial *devices.Serial
 	// early is the early console (earlycon.go); console is what every
@@ -326,12 +327,12 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
 		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
 		Observer: vm.obs})
-	vm.plat = newPlatform(vm.apics, vm.mem, &vm.acct.Platform, vm.obs, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
+	vm.plat = routing.NewPlatform(vm.apics, vm.mem, platformObserver{&vm.acct.Platform, vm.obs}, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
-	if err := (lapicRanges{vm.apics}).register(&vm.bus); err != nil {
+	if err := routing.RegisterLAPICs(&vm.bus, vm.apics); err != nil {
 		return err
 	}
-	if err := vm.plat.register(&vm.bus); err != nil {
+	if err := vm.plat.Register(&vm.bus); err != nil {
 		return err
 	}
 	if err := vm.pv.register(&vm.bus); err != nil {
@@ -642,7 +643,7 @@ func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }
 // mode at boot, Linux uses the x2APIC driver from the MADT on. INIT keeps
 // the mode (SDM 11.12.5.1), so the APs stay in x2APIC through their
 // start-up. x2 says whether x2APIC is offered; kvmBase hands CPU i's new
-// APIC_BASE to KVM's copy (as syncKVMAPICBase does).
+// APIC_BASE to KVM's copy (as routing's APIC_BASE handler does).
 func x2APICHandoff(apics *vlapic.Bus, x2 bool, kvmBase func(i int, base uint64) error) error {
 	if !x2 || apics.Len() <= 255 {
 		return nil

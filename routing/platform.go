@@ -1,9 +1,11 @@
-package vmm
+// This file holds the platform's device interrupts: IOAPIC pins and MSIs,
+// through the VT-d remapping unit, onto the APIC bus.
+
+package routing
 
 import (
 	"errors"
 
-	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/memory"
@@ -17,22 +19,40 @@ import (
 // platform pseudo-device, as on QEMU's q35).
 const IOAPICSourceID = 0xFF00
 
-// platform carries device interrupts to the APIC bus: IOAPIC pins and MSIs,
-// through the VT-d remapping unit once the guest enabled it. It is the
-// vioapic.Sink and vintremap.Interrupter of the VM and serves their MMIO
-// pages (register). Every method may run on any vCPU or device
-// thread at once: the devices it holds guard themselves; the counters are
-// atomics.
-type platform struct {
+// Observer hears what the platform did with each device interrupt: the
+// measurement's side (accounting.Platform and accounting.Observer in
+// govmm, adapted by vmm), which nothing here depends on. Its methods may
+// be called from any vCPU or device thread at once.
+type Observer interface {
+	IOAPICFired()           // an IOAPIC redirection entry fired
+	IOAPICLost()            // and no LAPIC accepted its interrupt
+	MSI()                   // a device wrote an MSI
+	Remapped()              // the interrupt was translated through an IRTE
+	Delivered(logical bool) // a device interrupt went on the APIC bus, its destination named logically or physically
+	Fault(reason uint8)     // the remapping unit refused it (its VT-d fault reason; 0: none given)
+	// TraceDeviceMSI is the mark a device MSI carries to its LAPIC
+	// (vlapic.Message.Trace): its latency is measured and the exits it
+	// costs its receiver are charged to device interrupts.
+	TraceDeviceMSI() vlapic.Trace
+}
+
+// Platform carries device interrupts to the APIC bus: IOAPIC pins and
+// MSIs, through the VT-d remapping unit once the guest enabled it. It is
+// the vioapic.Sink and vintremap.Interrupter of the VM and serves their
+// MMIO pages (Register). Every method may run on any vCPU or device
+// thread at once: the devices it holds guard themselves.
+type Platform struct {
 	apics  *vlapic.Bus
 	ioapic *vioapic.IOAPIC
 	iommu  *vintremap.Unit // nil when the VM has no remapping unit
-	acct   *accounting.Platform
-	obs    *accounting.Observer // traces device MSIs (DeviceMSI)
+	obs    Observer
 }
 
-func newPlatform(apics *vlapic.Bus, mem *memory.Memory, acct *accounting.Platform, obs *accounting.Observer, iommu, eim bool) *platform {
-	p := &platform{apics: apics, acct: acct, obs: obs}
+// NewPlatform returns the platform of the LAPICs apics over guest memory
+// mem, with a remapping unit when iommu is set (with extended interrupt
+// mode, x2APIC destinations, when eim is), reporting to obs.
+func NewPlatform(apics *vlapic.Bus, mem *memory.Memory, obs Observer, iommu, eim bool) *Platform {
+	p := &Platform{apics: apics, obs: obs}
 	p.ioapic = vioapic.New(0, p)
 	if iommu {
 		p.iommu = vintremap.New(guestMemory{mem}, p, vintremap.Options{EIM: eim})
@@ -43,8 +63,8 @@ func newPlatform(apics *vlapic.Bus, mem *memory.Memory, acct *accounting.Platfor
 }
 
 // Fire is the IOAPIC's output: decode (or translate) the entry and deliver.
-func (p *platform) Fire(pin int, rte uint64) bool {
-	p.acct.IOAPICFired.Add(1)
+func (p *Platform) Fire(pin int, rte uint64) bool {
+	p.obs.IOAPICFired()
 	var m vlapic.Message
 	if p.iommu != nil && p.iommu.Enabled() {
 		var err error
@@ -53,13 +73,13 @@ func (p *platform) Fire(pin int, rte uint64) bool {
 			return false
 		}
 		if vioapic.IsRemappable(rte) {
-			p.acct.Remapped.Add(1)
+			p.obs.Remapped()
 		}
 	} else {
 		m = vioapic.DecodeRTE(rte)
 	}
 	if p.deliver(m, nil) == 0 {
-		p.acct.IOAPICLost.Add(1)
+		p.obs.IOAPICLost()
 		return false
 	}
 	return true
@@ -67,26 +87,22 @@ func (p *platform) Fire(pin int, rte uint64) bool {
 
 // deliver puts a device interrupt on the APIC bus and counts how its
 // destination was named; accepted (nil: none) hears each LAPIC that took it.
-func (p *platform) deliver(m vlapic.Message, accepted func(cpu int)) int {
-	if m.DestMode == vlapic.Logical {
-		p.acct.DeviceLogical.Add(1)
-	} else {
-		p.acct.DevicePhysical.Add(1)
-	}
+func (p *Platform) deliver(m vlapic.Message, accepted func(cpu int)) int {
+	p.obs.Delivered(m.DestMode == vlapic.Logical)
 	return p.apics.DeliverObserved(m, accepted)
 }
 
 // SendMSI delivers a device MSI from requester sid.
-func (p *platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
-	return p.sendMSI(addr, data, sid, nil)
+func (p *Platform) SendMSI(addr uint64, data uint32, sid uint16) bool {
+	return p.SendMSIAccepted(addr, data, sid, nil)
 }
 
-// sendMSI delivers a device MSI from requester sid: through the
+// SendMSIAccepted delivers a device MSI from requester sid: through the
 // remapping unit when it is on (an IRTE lookup, its source-ID check, a
 // fault record when refused), else as a compatibility-format message.
 // accepted hears each CPU that took it (a PCI device's per-CPU counts).
-func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(cpu int)) bool {
-	p.acct.MSIs.Add(1)
+func (p *Platform) SendMSIAccepted(addr uint64, data uint32, sid uint16, accepted func(cpu int)) bool {
+	p.obs.MSI()
 	var m vlapic.Message
 	if p.iommu != nil && p.iommu.Enabled() {
 		var err error
@@ -95,7 +111,7 @@ func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(c
 			return false
 		}
 		if addr&(1<<4) != 0 {
-			p.acct.Remapped.Add(1)
+			p.obs.Remapped()
 		}
 	} else {
 		var ok bool
@@ -103,34 +119,32 @@ func (p *platform) sendMSI(addr uint64, data uint32, sid uint16, accepted func(c
 			return false // not an interrupt address: the write goes nowhere
 		}
 	}
-	// Traced like an IPI (kind DeviceMSI): its latency is measured and the
-	// exits it costs its receiver are charged to device interrupts.
-	m.Trace = p.obs.Trace(accounting.DeviceMSI)
+	m.Trace = p.obs.TraceDeviceMSI()
 	return p.deliver(m, accepted) > 0
 }
 
 // MSI is the remapping unit's own interrupts (fault events, invalidation
 // waits): compatibility format, never remapped.
-func (p *platform) MSI(addr uint64, data uint32) {
+func (p *Platform) MSI(addr uint64, data uint32) {
 	if m, ok := vlapic.DecodeMSI(addr, data); ok {
 		p.apics.Deliver(m)
 	}
 }
 
-func (p *platform) fault(err error) {
+func (p *Platform) fault(err error) {
 	var f vintremap.Fault
 	if errors.As(err, &f) {
-		p.acct.Fault(f.Reason)
+		p.obs.Fault(f.Reason)
 		return
 	}
-	p.acct.Fault(0)
+	p.obs.Fault(0)
 }
 
 // SetLine drives IOAPIC input line n (pc-testdev, devices).
-func (p *platform) SetLine(n int, level bool) { p.ioapic.SetLine(n, level) }
+func (p *Platform) SetLine(n int, level bool) { p.ioapic.SetLine(n, level) }
 
-// register claims the IOAPIC and remapping-unit register pages.
-func (p *platform) register(b *exitbus.Bus) error {
+// Register claims the IOAPIC and remapping-unit register pages on b.
+func (p *Platform) Register(b *exitbus.Bus) error {
 	err := b.Register(exitbus.Range{Space: exitbus.MMIO, Base: vioapic.Base, Len: 0x1000, Name: "IOAPIC",
 		Cause: exitbus.ByAccess(ioapicCause), Handler: page(p.ioapic.ReadMMIO, p.ioapic.WriteMMIO)})
 	if err != nil || p.iommu == nil {

@@ -1,9 +1,9 @@
 // This file holds the local APICs' place on the exit bus (lapicRanges):
 // which ranges reach them, what each access is counted as, and the handler
 // that serves it. What an access does to interrupts is observed by the
-// LAPICs themselves (vlapic.Observer, accounting.Observer), not here.
+// LAPICs themselves (vlapic.Observer), not here.
 
-package vmm
+package routing
 
 import (
 	"fmt"
@@ -20,6 +20,15 @@ import (
 // APIC_BASE, which the MSR filter claims (KVM would silently drop TSC
 // deadline; govmm answers illegal APIC_BASE transitions with #GP).
 type lapicRanges struct{ apics *vlapic.Bus }
+
+// RegisterLAPICs puts the local APICs of apics on the exit bus b: each
+// vCPU's xAPIC page and x2APIC MSR accesses reach its own LAPIC, and so do
+// TSC_DEADLINE and APIC_BASE, which the MSR filter claims. A nil apics
+// registers the ranges with no LAPIC behind them (the MSR filter's view,
+// for the host probe).
+func RegisterLAPICs(b *exitbus.Bus, apics *vlapic.Bus) error {
+	return lapicRanges{apics}.register(b)
+}
 
 func (l lapicRanges) register(b *exitbus.Bus) error {
 	for _, r := range []exitbus.Range{{
@@ -96,7 +105,7 @@ func (l lapicRanges) deadline(a *exitbus.Access) error {
 		lapic.WriteTSCDeadline(0, 0)
 		return nil
 	}
-	tsc, err := a.VCPU.KVM().GetMSR(msrTSC)
+	tsc, err := a.VCPU.KVM().GetMSR(MSRTSC)
 	if err != nil {
 		return fmt.Errorf("reading the guest TSC for a TSC deadline: %w", err)
 	}
@@ -130,3 +139,7 @@ func syncKVMAPICBase(v exitbus.VCPU, val uint64) error {
 	}
 	return nil
 }
+
+// MSRTSC is IA32_TIME_STAMP_COUNTER, the guest TSC a deadline is judged
+// against.
+const MSRTSC = 0x10

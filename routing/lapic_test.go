@@ -1,4 +1,4 @@
-package vmm
+package routing
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func (v *tscVCPU) RunData() *kvm.Run           { return nil }
 func (v *tscVCPU) SetRegs(kvm.Regs) error      { return nil }
 func (v *tscVCPU) SetMSR(uint32, uint64) error { return nil }
 func (v *tscVCPU) GetMSR(index uint32) (uint64, error) {
-	if index != msrTSC {
+	if index != MSRTSC {
 		return 0, errors.New("not IA32_TSC")
 	}
 	v.reads++
