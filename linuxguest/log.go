@@ -37,7 +37,12 @@ var (
 // ParseLog reads a kernel log.
 func ParseLog(log string) State {
 	var s State
-	if m := reRouting.FindStringSubmatch(log); m != nil {
+	// The last routing line is the driver in effect: with the CPUs
+	// handed over in x2APIC mode, Linux picks one by the MADT ("Setting
+	// APIC routing to") and then probes, which may switch to another
+	// ("Switched APIC routing to").
+	if all := reRouting.FindAllStringSubmatch(log, -1); len(all) > 0 {
+		m := all[len(all)-1]
 		switch m[1] {
 		case "physical flat":
 			s.APICMode = "physflat"

@@ -25,6 +25,12 @@ smp: Brought up 1 node, 1 CPU
 		{`Switched APIC routing to physical flat.`, State{APICMode: "physflat"}},
 		{`[    0.088827] x2apic: enabled by BIOS, switching to x2apic ops
 [    0.561224] Setting APIC routing to physical x2apic.`, State{APICMode: "physical x2apic", X2APIC: true}},
+		// Chosen by the MADT, then switched by the probe (a kernel whose
+		// mixed driver had no MADT check of its own, 288 vCPUs in cluster
+		// mode): the driver in effect is the last one named.
+		{`[    0.088827] x2apic: enabled by BIOS, switching to x2apic ops
+[    0.561224] Setting APIC routing to mixed x2apic.
+[    0.900000] Switched APIC routing to cluster x2apic.`, State{APICMode: "cluster x2apic", X2APIC: true}},
 	}
 	for i, c := range cases {
 		if got := ParseLog(c.log); got != c.want {

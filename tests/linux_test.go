@@ -445,6 +445,27 @@ func TestBootGovmmKernel(t *testing.T) {
 	}
 }
 
+// With the CPUs handed over in x2APIC mode, as firmware does above 254
+// CPUs, Linux picks its APIC driver by each driver's MADT check in link
+// order, not by probing: cluster mode must still get the cluster driver
+// and mixed the mixed one. Before the mixed driver had a MADT check of its
+// own, every cluster-mode boot of 288 vCPUs came up in mixed mode (make
+// seeds-288). Here on 2 vCPUs (Config.X2APICAtReset), the log's "Setting
+// APIC routing to" saying the MADT path was taken.
+func TestBootX2APICHandoff(t *testing.T) {
+	t.Parallel()
+	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
+	for _, mode := range []string{"cluster", "mixed"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			lr := bootLinuxEdit(t, kernel, true, mode, 2, false, func(c *vmm.Config) { c.X2APICAtReset = true })
+			if !strings.Contains(lr.log, "Setting APIC routing to ") {
+				t.Errorf("%s: no \"Setting APIC routing to\" in the log: the driver was not chosen by the MADT\n%s", mode, consoleExcerpt(lr.log))
+			}
+		})
+	}
+}
+
 // checkBootDevices checks a Linux boot's virtio devices from govmm's side:
 // the disk's queue vectors each went to the one CPU Linux's managed
 // affinity gave its queue (queue q to CPU q with as many queues as CPUs),

@@ -124,6 +124,11 @@ type Config struct {
 	// len(CPUAffinity)] (--cpu-affinity, as Cloud Hypervisor's --cpus
 	// affinity= and libvirt's vcpupin); empty: the kernel places them.
 	CPUAffinity []int
+	// X2APICAtReset hands every CPU over in x2APIC mode whatever their
+	// number, as firmware does above 254 CPUs (x2APICHandoff): Linux then
+	// picks its APIC driver by the MADT instead of by probing, a path a
+	// small VM otherwise never takes (tests). Needs X2APIC on.
+	X2APICAtReset bool
 	// Watchdog is how long a vCPU may serve one exit, or a device one
 	// request, before the watchdog ends the VM as stuck (watchdog.go);
 	// 0: DefaultWatchdog, negative: no watchdog.
@@ -191,6 +196,9 @@ func (c *Config) Validate() error {
 	}
 	if c.X2APIC == X2APICOff && c.CPUs > 255 {
 		return fmt.Errorf("%d vCPUs need x2APIC: xAPIC IDs stop at 254", c.CPUs)
+	}
+	if c.X2APICAtReset && c.X2APIC != X2APICOn {
+		return errors.New("a hand-over in x2APIC mode (X2APICAtReset) needs x2APIC offered")
 	}
 	if c.MemSize != 0 {
 		if err := memory.CheckSize(c.MemSize); err != nil {

@@ -15,18 +15,21 @@ func TestX2APICHandoff(t *testing.T) {
 	for _, tc := range []struct {
 		cpus    int
 		x2      bool
+		always  bool // Config.X2APICAtReset
 		x2mode  bool // every LAPIC in x2APIC mode after the hand-off
 		targets int  // CPUs the INIT to ID 1 reaches
 	}{
-		{288, true, true, 1},
-		{256, true, true, 1},
-		{255, true, false, 1},
-		{64, true, false, 1},
-		{64, false, false, 1},
+		{288, true, false, true, 1},
+		{256, true, false, true, 1},
+		{255, true, false, false, 1},
+		{64, true, false, false, 1},
+		{64, false, false, false, 1},
+		{2, true, true, true, 1},
+		{2, false, true, false, 1}, // no x2APIC to hand over in
 	} {
 		bus := vlapic.NewBus(tc.cpus, nil, nil, vlapic.Options{X2APIC: tc.x2})
 		var synced []int
-		if err := x2APICHandoff(bus, tc.x2, func(i int, base uint64) error {
+		if err := x2APICHandoff(bus, tc.x2, tc.always, func(i int, base uint64) error {
 			if base&vlapic.BaseEXTD == 0 {
 				t.Errorf("%d CPUs: KVM's APIC_BASE of CPU %d given as %#x", tc.cpus, i, base)
 			}

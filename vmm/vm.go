@@ -350,7 +350,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	}
 	// After KVM_SET_CPUID2: KVM takes EXTD in APIC_BASE only from a vCPU
 	// whose CPUID shows x2APIC (kvm_set_apic_base's reserved bits).
-	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, func(i int, base uint64) error {
+	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, func(i int, base uint64) error {
 		return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base)
 	}); err != nil {
 		return err
@@ -642,10 +642,11 @@ func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }
 // x2APIC entries of IDs 255 and up ("Allowing 255 CPUs"). Found in x2APIC
 // mode at boot, Linux uses the x2APIC driver from the MADT on. INIT keeps
 // the mode (SDM 11.12.5.1), so the APs stay in x2APIC through their
-// start-up. x2 says whether x2APIC is offered; kvmBase hands CPU i's new
-// APIC_BASE to KVM's copy (as routing's APIC_BASE handler does).
-func x2APICHandoff(apics *vlapic.Bus, x2 bool, kvmBase func(i int, base uint64) error) error {
-	if !x2 || apics.Len() <= 255 {
+// start-up. x2 says whether x2APIC is offered, always whether to hand
+// over in x2APIC mode at any size (Config.X2APICAtReset); kvmBase hands
+// CPU i's new APIC_BASE to KVM's copy (as routing's APIC_BASE handler does).
+func x2APICHandoff(apics *vlapic.Bus, x2, always bool, kvmBase func(i int, base uint64) error) error {
+	if !x2 || apics.Len() <= 255 && !always {
 		return nil
 	}
 	for i := range apics.Len() {
