@@ -52,7 +52,7 @@ func TestBusMap(t *testing.T) {
 		{"COM1 serial", exitbus.PIO, 0x3F8, 0x3FF, false, false},
 		{"debug exit", exitbus.PIO, 0xF4, 0xF7, false, false},
 		{"ACPI PM timer", exitbus.PIO, 0x608, 0x60B, false, false},
-		{"accounting marker", exitbus.PIO, 0x660, 0x677, false, false},
+		{"accounting marker", exitbus.PIO, 0x660, 0x67B, false, false},
 		{"IOAPIC", exitbus.MMIO, 0xFEC00000, 0xFEC00FFF, false, false},
 		{"VT-d remapping unit", exitbus.MMIO, 0xFED90000, 0xFED90FFF, false, false},
 		{"xAPIC page", exitbus.MMIO, 0xFEE00000, 0xFEE00FFF, false, true},

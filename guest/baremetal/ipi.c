@@ -7,10 +7,9 @@
  *          gap=G (TSC cycles a receiver has been halted before an IPI
  *          or a section marker; default 100000000 (40 ms at 2.5 GHz: a
  *          nested host under -race held a vCPU thread past 10000000 once,
- *          its HLT exit landing in the next section). Under govmm the
- *          wait is until govmm says it has served the receiver's HLT
- *          (port 0x678), however long that takes, and G only says
- *          whether to wait; 0: no wait at all, IPIs
+ *          its HLT exit landing in the next section), and then, under
+ *          govmm, until govmm says it has served the receiver's HLT
+ *          (port 0x678), however long that takes; 0: no wait at all, IPIs
  *          may then find receivers on their way into HLT or still in
  *          their handler, and a receiver's HLT exit may fall outside its
  *          section: the receivers' counts below no longer match a
@@ -186,27 +185,25 @@ static void send_to(u32 id, u32 vec)
 }
 
 /* Until APIC ID id has halted: an IPI then finds it halted and a marker
- * comes after its HLT exit. Under govmm, until govmm says it has served
- * that HLT (port 0x678), which no wait of the guest's own can know: on a
- * host of two CPUs the AP's vCPU thread once got no CPU for longer than
- * the gap below, and its HLT exit fell into the next section. Elsewhere,
- * until the AP has been on its way into HLT (or in it) for gap cycles,
- * long enough for its HLT exit to be over (at most gap cycles once the AP
- * is on its way: its TSC may differ a little). */
+ * comes after its HLT exit. First until the AP has been on its way into
+ * HLT (or in it) for gap cycles, long enough for its HLT exit to be over
+ * (at most gap cycles once the AP is on its way: its TSC may differ a
+ * little); this also paces the IPIs, as it always did. Then, under govmm,
+ * until govmm says it has served that HLT (port 0x678), which no wait of
+ * the guest's own can know: on a host of two CPUs the AP's vCPU thread
+ * once got no CPU for longer than the gap, and its HLT exit fell into the
+ * next section. Usually one question, two exits, which no section counts. */
 static void wait_halted(u32 id, const char *what)
 {
 	if (!gap)
 		return;
 	if (!WAIT(halting[id], 10 + n / 16))
 		die(what, "APIC ID %u did not get back to HLT", id);
-	if (govmm) {
-		if (!WAIT(govmm_halted(id), 10 + n / 16))
-			die(what, "APIC ID %u on its way into HLT is not halted in govmm", id);
-		return;
-	}
 	u32 t0 = (u32)rdtsc();
 	while ((u32)rdtsc() - hlt_tsc[id] < gap && (u32)rdtsc() - t0 < gap)
 		pause();
+	if (govmm && !WAIT(govmm_halted(id), 10 + n / 16))
+		die(what, "APIC ID %u on its way into HLT is not halted in govmm", id);
 }
 
 /* Every AP but the spinning ones (sections 4-5), before a marker. */
