@@ -553,6 +553,7 @@ No difference proven at 95.0% confidence
 var (
 	reBlkCPUIRQ = regexp.MustCompile(`blkbench: cpu (\d+) irq \d+ (\S+-req\.\d+) (\d+)`)
 	reBlkCPU    = regexp.MustCompile(`blkbench: cpu (\d+) interrupts (\d+)`)
+	reBlkOther  = regexp.MustCompile(`blkbench: cpu (\d+) other irq (\S+) (\S+) (\d+)`)
 	reBlkIOs    = regexp.MustCompile(`blkbench: requests (\d+)`)
 )
 
@@ -682,12 +683,27 @@ func deviceRow(mode string, cpus int, log string, secs []accounting.Section) (se
 				if r.Differ == nil {
 					r.Differ = map[int]string{}
 				}
-				r.Differ[cpu] = strings.Join(vecs, ", ")
+				r.Differ[cpu] = strings.Join(vecs, ", ") + otherIRQs(log, cpu)
 			}
 		}
 		return r, nil
 	}
 	return r, errors.New("govmm counted no blkbench section (1)")
+}
+
+// otherIRQs is what blkbench says CPU cpu took from other devices during
+// the run ("; the guest's other interrupts: irq 4 ttyS0 x10"), or "".
+func otherIRQs(log string, cpu int) string {
+	var o []string
+	for _, m := range reBlkOther.FindAllStringSubmatch(log, -1) {
+		if c, _ := strconv.Atoi(m[1]); c == cpu {
+			o = append(o, fmt.Sprintf("irq %s %s x%s", m[2], m[3], m[4]))
+		}
+	}
+	if len(o) == 0 {
+		return ""
+	}
+	return "; the guest's other interrupts: " + strings.Join(o, ", ")
 }
 
 // The device vectors of Linux's x86 vector space (asm/irq_vectors.h):

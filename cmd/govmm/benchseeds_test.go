@@ -207,6 +207,7 @@ blkbench: cpu 0 interrupts 8
 blkbench: cpu 0 irq 25 virtio0-req.0 8
 blkbench: cpu 1 interrupts 8
 blkbench: cpu 1 irq 26 virtio0-req.1 8
+blkbench: cpu 1 other irq 27 virtio1-virtqueues 4
 `
 	cpus := make([]accounting.Snapshot, 2)
 	cpus[0].InjectedVec[0x22] = 8
@@ -220,7 +221,7 @@ blkbench: cpu 1 irq 26 virtio0-req.1 8
 	if r.IOs != 16 || r.Queues != 2 || r.GuestPerCPU[0] != 8 || r.GovmmPerCPU[0] != 8 || r.GovmmPerCPU[1] != 12 {
 		t.Errorf("row %+v", r)
 	}
-	if len(r.Differ) != 1 || r.Differ[1] != "0x22 x8, 0x24 x4" {
+	if len(r.Differ) != 1 || r.Differ[1] != "0x22 x8, 0x24 x4; the guest's other interrupts: irq 27 virtio1-virtqueues x4" {
 		t.Errorf("differ %v, want CPU 1's two vectors", r.Differ)
 	}
 	if got, want := r.tableRow(), "| cluster | 2 | 2 | 2 | 16 | 16 | 20 | 1 |\n"; got != want {

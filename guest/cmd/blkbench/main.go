@@ -44,7 +44,8 @@
 // for every queue interrupt that CPU took at least once during the run
 // (/proc/interrupts rows whose action is virtioN-req.Q, of the device's
 // virtio device when /sys/class/block/DEV/device names it, read before and
-// after the run). Without the accounting port (ioperm fails: not govmm's
+// after the run), and "cpu C other irq I ACTION N" for every other
+// numbered row (another device's interrupt) that CPU took. Without the accounting port (ioperm fails: not govmm's
 // kernel, or no CAP_SYS_RAWIO) blkbench says so on stderr, runs anyway and
 // prints "exits n/a" instead of the six marker lines.
 package main
@@ -247,10 +248,21 @@ func report(r *result) string {
 		n          uint64
 	}
 	percpu := make([][]hit, len(r.irqs.CPUs))
+	others := make([][]hit, len(r.irqs.CPUs))
 	var total uint64
 	for _, row := range r.irqs.Rows {
 		q := queueName(row.Desc, r.virtio)
 		if q == "" {
+			// Another device's interrupt (a numbered row) on a CPU
+			// during the run: govmm's injections into that vCPU hold it
+			// too, so a comparison needs it named.
+			if _, err := strconv.Atoi(row.Name); err == nil {
+				for i, n := range row.PerCPU {
+					if n > 0 {
+						others[i] = append(others[i], hit{row.Name, lastWord(row.Desc), n})
+					}
+				}
+			}
 			continue
 		}
 		for i, n := range row.PerCPU {
@@ -271,8 +283,21 @@ func report(r *result) string {
 		for _, h := range percpu[i] {
 			p("cpu %d irq %s %s %d", cpu, h.irq, h.queue, h.n)
 		}
+		for _, h := range others[i] {
+			p("cpu %d other irq %s %s %d", cpu, h.irq, h.queue, h.n)
+		}
 	}
 	return b.String()
+}
+
+// lastWord is a /proc/interrupts description's last word, its action
+// ("ttyS0", "virtio1-input.0"), or "?" for none.
+func lastWord(desc string) string {
+	f := strings.Fields(desc)
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[len(f)-1]
 }
 
 func main() {

@@ -174,6 +174,9 @@ blkbench: interrupts 2002
 blkbench: interrupts/io 1.001
 blkbench: cpu 0 interrupts 1000
 blkbench: cpu 0 irq 25 virtio0-req.0 1000
+blkbench: cpu 0 other irq 4 ttyS0 10
+blkbench: cpu 0 other irq 24 virtio0-config 1
+blkbench: cpu 0 other irq 28 virtio1-req.0 10
 blkbench: cpu 1 interrupts 1002
 blkbench: cpu 1 irq 25 virtio0-req.0 2
 blkbench: cpu 1 irq 26 virtio0-req.1 1000
