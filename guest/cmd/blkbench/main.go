@@ -181,11 +181,7 @@ func parseCPUList(s string) ([]int, error) {
 // ("virtio0-req.1": the description's last word), or "" for other rows.
 // With virtio non-empty ("virtio0"), only that device's queues count.
 func queueName(desc, virtio string) string {
-	f := strings.Fields(desc)
-	if len(f) == 0 {
-		return ""
-	}
-	act := f[len(f)-1]
+	act := lastWord(desc)
 	dev, q, ok := strings.Cut(act, "-req.")
 	if !ok || !strings.HasPrefix(dev, "virtio") || q == "" {
 		return ""
