@@ -89,7 +89,12 @@ func (s vmSource) CPUs() []CPUView {
 		// State is an atomic load; Snapshot takes the LAPIC's own lock for
 		// a consistent copy, as the vCPU's exit handler does: a reader
 		// once a second, never a new lock on the exit path.
-		out[i] = CPUView{CPU: i, State: c.State().String(), APIC: s.vm.APICs().LAPIC(i).Snapshot()}
+		// Under --lapic=kvm the LAPIC is KVM's, readable only on the vCPU's
+		// thread: the view has none.
+		out[i] = CPUView{CPU: i, State: c.State().String()}
+		if b := s.vm.APICs(); b != nil {
+			out[i].APIC = b.LAPIC(i).Snapshot()
+		}
 	}
 	return out
 }

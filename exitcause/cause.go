@@ -54,6 +54,10 @@ const (
 	MMIOIOAPICWinWrite
 	MMIOIOAPICEOIWrite
 	MMIOIOAPICOther
+	// IOAPICEOIExit: KVM's LAPIC (--lapic=kvm) sent the EOI of a vector
+	// the user-space IOAPIC routes level-triggered back to it
+	// (KVM_EXIT_IOAPIC_EOI).
+	IOAPICEOIExit
 	MMIOIOMMURead
 	MMIOIOMMUWrite
 	// MMIOEarlyCon: the early console's page (devices.EarlyCon): a
@@ -127,6 +131,7 @@ var fixedTable = [NumCauses]struct {
 	MMIOIOAPICWinWrite:    {"mmio_ioapic_iowin_write", ClassIOAPIC},
 	MMIOIOAPICEOIWrite:    {"mmio_ioapic_eoi_write", ClassIOAPIC},
 	MMIOIOAPICOther:       {"mmio_ioapic_other", ClassIOAPIC},
+	IOAPICEOIExit:         {"ioapic_eoi_exit", ClassIOAPIC},
 	MMIOIOMMURead:         {"mmio_iommu_read", ClassIOMMU},
 	MMIOIOMMUWrite:        {"mmio_iommu_write", ClassIOMMU},
 	MMIOEarlyCon:          {"mmio_early_console", ClassOther},

@@ -27,6 +27,7 @@ const (
 	ExitNMI           = 16
 	ExitInternalError = 17
 	ExitSystemEvent   = 24
+	ExitIOAPICEOI     = 26 // a level-triggered vector of the user-space IOAPIC was EOIed (split irqchip)
 	ExitX86RDMSR      = 29
 	ExitX86WRMSR      = 30
 )
@@ -66,7 +67,63 @@ const (
 	CapXCRs              = 56
 	CapXSAVE2            = 208
 	CapInternalErrorData = 197
+	CapIRQRouting        = 25
+	CapSignalMSI         = 77
+	CapSplitIRQChip      = 121
+	CapX2APICAPI         = 129
+	CapTSCDeadlineTimer  = 72
 )
+
+// KVM_CAP_X2APIC_API flags: MSI and routing destinations carry 32-bit
+// x2APIC IDs (bits 31:8 in address_hi), and 0xFF is not a broadcast in
+// x2APIC mode.
+const (
+	X2APICAPIUse32BitIDs           = 1 << 0
+	X2APICAPIDisableBroadcastQuirk = 1 << 1
+)
+
+// IRQRoutingMSI is KVM_IRQ_ROUTING_MSI, the type of a GSI route that
+// sends an MSI.
+const IRQRoutingMSI = 2
+
+// MSI is struct kvm_msi (KVM_SIGNAL_MSI).
+type MSI struct {
+	AddressLo uint32
+	AddressHi uint32
+	Data      uint32
+	Flags     uint32
+	DevID     uint32
+	_         [12]uint8
+}
+
+// IRQRoutingEntry is struct kvm_irq_routing_entry for an MSI route (the
+// union's other members are not used).
+type IRQRoutingEntry struct {
+	GSI       uint32
+	Type      uint32
+	Flags     uint32
+	_         uint32
+	AddressLo uint32
+	AddressHi uint32
+	Data      uint32
+	_         [5]uint32
+}
+
+// MaxGSIRoutes is how many routes SetGSIRouting takes: the IOAPIC's pins.
+const MaxGSIRoutes = 24
+
+// irqRouting is struct kvm_irq_routing with room for MaxGSIRoutes entries.
+type irqRouting struct {
+	NR      uint32
+	Flags   uint32
+	Entries [MaxGSIRoutes]IRQRoutingEntry
+}
+
+// LAPICState is struct kvm_lapic_state: the in-kernel LAPIC's register
+// page as KVM_GET_LAPIC and KVM_SET_LAPIC see it.
+type LAPICState struct {
+	Regs [1024]byte
+}
 
 // KVM_CAP_X86_USER_SPACE_MSR reasons and KVM_X86_SET_MSR_FILTER flags.
 const (

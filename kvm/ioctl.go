@@ -50,6 +50,10 @@ var (
 	kvmGetXSAVE2           = ior(0xcf, 4096)
 	kvmSetDebugRegs        = iow(0xa2, 128)
 	kvmRegisterCoalesced   = iow(0x67, 16)
+	kvmSignalMSI           = iow(0xa5, 32)
+	kvmSetGSIRouting       = iow(0x6a, 8)
+	kvmGetLAPIC            = ior(0x8e, 1024)
+	kvmSetLAPIC            = iow(0x8f, 1024)
 )
 
 // Ioctl is one of the KVM request numbers above, by its <linux/kvm.h> name,
@@ -91,6 +95,9 @@ var Ioctls = []Ioctl{
 	{"KVM_GET_TSC_KHZ", kvmGetTSCKHz, true, "the LAPIC timer's clock"},
 	{"KVM_IOEVENTFD", kvmIOEventFD, true, "a virtio queue's notify eventfd, re-registered as the guest moves its BAR"},
 	{"KVM_GET_STATS_FD", kvmGetStatsFD, true, "KVM's own exit statistics for the report and the dashboard"},
+	{"KVM_SIGNAL_MSI", kvmSignalMSI, true, "--lapic=kvm: a device interrupt into KVM's LAPIC"},
+	{"KVM_SET_GSI_ROUTING", kvmSetGSIRouting, true, "--lapic=kvm: the IOAPIC's level-triggered pins, whose EOIs KVM sends back"},
+	{"KVM_GET_LAPIC", kvmGetLAPIC, true, "--lapic=kvm: dumps of KVM's LAPIC"},
 
 	{"KVM_GET_API_VERSION", kvmGetAPIVersion, false, "opening /dev/kvm"},
 	{"KVM_CREATE_VM", kvmCreateVM, false, "building the VM"},
@@ -105,6 +112,7 @@ var Ioctls = []Ioctl{
 	{"KVM_ENABLE_CAP", kvmEnableCap, false, "building the VM (user-space MSRs, the PMU off)"},
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
 	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
+	{"KVM_SET_LAPIC", kvmSetLAPIC, false, "--lapic=kvm: building the vCPUs (x2APIC at hand-off)"},
 }
 
 // IoctlNamed is the request number of name, from Ioctls; ok is false for

@@ -79,5 +79,20 @@ func (s *Stats) Read() (map[string]uint64, error) {
 	return out, nil
 }
 
+// Value reads the first value of the statistic called name alone (one
+// pread of 8 bytes).
+func (s *Stats) Value(name string) (uint64, error) {
+	for _, d := range s.descs {
+		if d.Name == name && d.Size > 0 {
+			var b [8]byte
+			if _, err := unix.Pread(s.fd, b[:], int64(s.hdr.DataOffset)+int64(d.Offset)); err != nil {
+				return 0, fmt.Errorf("read stat %s: %w", name, err)
+			}
+			return binary.LittleEndian.Uint64(b[:]), nil
+		}
+	}
+	return 0, fmt.Errorf("KVM has no statistic %q", name)
+}
+
 // Close closes the stats fd.
 func (s *Stats) Close() error { return unix.Close(s.fd) }

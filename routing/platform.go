@@ -42,16 +42,16 @@ type Observer interface {
 // MMIO pages (Register). Every method may run on any vCPU or device
 // thread at once: the devices it holds guard themselves.
 type Platform struct {
-	apics  *vlapic.Bus
+	apics  Delivery
 	ioapic *vioapic.IOAPIC
 	iommu  *vintremap.Unit // nil when the VM has no remapping unit
 	obs    Observer
 }
 
-// NewPlatform returns the platform of the LAPICs apics over guest memory
-// mem, with a remapping unit when iommu is set (with extended interrupt
+// NewPlatform returns the platform of the LAPICs apics (govmm's APIC bus,
+// or KVM's LAPICs: KVMLAPICs) over guest memory mem, with a remapping unit when iommu is set (with extended interrupt
 // mode, x2APIC destinations, when eim is), reporting to obs.
-func NewPlatform(apics *vlapic.Bus, mem *memory.Memory, obs Observer, iommu, eim bool) *Platform {
+func NewPlatform(apics Delivery, mem *memory.Memory, obs Observer, iommu, eim bool) *Platform {
 	p := &Platform{apics: apics, obs: obs}
 	p.ioapic = vioapic.New(0, p)
 	if iommu {
@@ -77,6 +77,9 @@ func (p *Platform) Fire(pin int, rte uint64) bool {
 		}
 	} else {
 		m = vioapic.DecodeRTE(rte)
+	}
+	if r, ok := p.apics.(pinRouter); ok {
+		r.routePin(pin, m)
 	}
 	if p.deliver(m, nil) == 0 {
 		p.obs.IOAPICLost()

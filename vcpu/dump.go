@@ -12,6 +12,7 @@ import (
 	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
 )
 
 // RequestDump asks the vCPU to print where it is (state, RIP, IF, its
@@ -66,7 +67,7 @@ func (v *VCPU) maybeDump(run *kvm.Run) {
 }
 
 func (v *VCPU) dump(w io.Writer, run *kvm.Run) {
-	st := v.lapic.Snapshot()
+	st, which := v.lapicState(run)
 	bits := func(b [8]uint32) string {
 		var vs []string
 		for i := 255; i >= 0; i-- {
@@ -92,8 +93,8 @@ func (v *VCPU) dump(w io.Writer, run *kvm.Run) {
 			stack = v.stackNames(syms, s, r.RSP)
 		}
 	}
-	fmt.Fprintf(w, "vCPU %d: %s %s | APIC ID %d mode %d TPR %#x PPR %#x ISR %s IRR %s\n",
-		v.id, v.State(), where, st.ID, st.Mode, st.TPR, st.PPR, bits(st.ISR), bits(st.IRR))
+	fmt.Fprintf(w, "vCPU %d: %s %s | %sAPIC ID %d mode %d TPR %#x PPR %#x ISR %s IRR %s\n",
+		v.id, v.State(), where, which, st.ID, st.Mode, st.TPR, st.PPR, bits(st.ISR), bits(st.IRR))
 	if stack != "" {
 		fmt.Fprintf(w, "vCPU %d: stack %s\n", v.id, stack)
 	}
@@ -137,4 +138,22 @@ func (v *VCPU) stackNames(syms *ksyms.Table, s *kvm.Sregs, rsp uint64) string {
 		}
 	}
 	return strings.Join(names, " < ")
+}
+
+// lapicState is the vCPU's LAPIC for a dump, and which LAPIC it is: govmm's
+// own, or KVM's ("KVM's "), read with KVM_GET_LAPIC on this thread when
+// run is this exit's (after the loop ended the vCPU is KVM's no more to
+// read from another thread: only the ID is then unknown).
+func (v *VCPU) lapicState(run *kvm.Run) (vlapic.State, string) {
+	if v.lapic != nil {
+		return v.lapic.Snapshot(), ""
+	}
+	if run == nil {
+		return vlapic.State{}, "KVM's (not read off its thread) "
+	}
+	page, err := v.inKernel.LAPIC()
+	if err != nil {
+		return vlapic.State{}, fmt.Sprintf("KVM's (%v) ", err)
+	}
+	return vlapic.StateFromPage(page.Regs[:], run.APICBase), "KVM's "
 }

@@ -36,7 +36,7 @@ func (v *VCPU) Run() error {
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 	defer func() { // a kick the VM's end brought, before any entry counted it
-		if v.kicked {
+		if v.kicked && v.lapic != nil {
 			v.countKick(v.look())
 		}
 	}()
@@ -60,10 +60,16 @@ func (v *VCPU) Run() error {
 		if err := v.boot.apply(v.kvm); err != nil {
 			return &Error{v.id, err}
 		}
-	} else if err := v.waitSIPI(); errors.Is(err, errStop) {
-		return nil
-	} else if err != nil {
-		return &Error{v.id, err}
+	}
+	if v.inKernel != nil {
+		return v.runInKernel(run)
+	}
+	if v.boot == nil {
+		if err := v.waitSIPI(); errors.Is(err, errStop) {
+			return nil
+		} else if err != nil {
+			return &Error{v.id, err}
+		}
 	}
 	for {
 		if v.stopped() {
@@ -120,6 +126,9 @@ func (v *VCPU) stopped() bool {
 
 // syncCR8 takes a TPR the guest changed with MOV CR8 into the LAPIC.
 func (v *VCPU) syncCR8(run *kvm.Run) {
+	if v.lapic == nil {
+		return
+	}
 	if run.CR8 != v.cr8 {
 		v.lapic.SetCR8(run.CR8)
 		v.cr8 = run.CR8

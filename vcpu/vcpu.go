@@ -24,8 +24,17 @@ type Config struct {
 	// KVM is the virtual CPU the loop drives (a *kvm.VCPU).
 	KVM Hardware
 	// LAPIC is the vCPU's own; its observer (vlapic.LAPIC.Observer) is
-	// told of injections and of the exits made for an interrupt.
+	// told of injections and of the exits made for an interrupt. Nil with
+	// InKernel.
 	LAPIC *vlapic.LAPIC
+	// InKernel: the vCPU's LAPIC is KVM's (--lapic=kvm, split irqchip):
+	// KVM injects, halts and starts APs, and the loop serves only the
+	// exits that reach user space (inkernel.go). KVM must then implement
+	// InKernel.
+	InKernel bool
+	// IOAPICEOI hears the vector of each KVM_EXIT_IOAPIC_EOI (InKernel):
+	// the user-space IOAPIC's EOI of a level-triggered pin.
+	IOAPICEOI func(vector uint8)
 	// Counters counts the vCPU's exits by cause, its kicks, wake-ups,
 	// halt polls and NMIs (accounting.VCPU in govmm); nil counts nothing.
 	Counters Counters
@@ -126,6 +135,11 @@ type VCPU struct {
 	// on (package complete); the loop's one entry into it is recover.
 	completer *complete.Unit
 
+	// inKernel is Config.KVM's InKernel side when the LAPIC is KVM's (nil
+	// otherwise: lapic is then set); ioapicEOI is Config.IOAPICEOI.
+	inKernel  InKernel
+	ioapicEOI func(vector uint8)
+
 	prevExitRIP uint64 // RIP at the last exit handled (a shutdown on AMD has none of its own)
 	// log is the vCPU's last exits, kicks, injections, INITs and SIPIs,
 	// which an emulation failure's message and the USR2 dump print. Only
@@ -146,8 +160,14 @@ type VCPU struct {
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
-	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, obs: c.LAPIC.Observer(), counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
+	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll)}
+	if c.InKernel {
+		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
+		v.lapic = nil
+	} else {
+		v.obs = c.LAPIC.Observer()
+	}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
 	}

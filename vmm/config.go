@@ -32,6 +32,41 @@ const (
 )
 
 // Doorbell says when the SYSCALL doorbell is offered.
+// LAPICKind is whose local APIC the VM's vCPUs have (--lapic).
+type LAPICKind int
+
+const (
+	// LAPICGovmm: govmm's own, in user space (package vlapic), with no
+	// in-kernel irqchip (the default).
+	LAPICGovmm LAPICKind = iota
+	// LAPICKVM: KVM's in-kernel LAPIC (KVM_CAP_SPLIT_IRQCHIP): KVM's
+	// timer, IPIs, PV EOI and halts, while the IOAPIC, the remapping unit,
+	// PCI, MSI-X, virtio, the ACPI tables and CPUID stay govmm's. The
+	// reference every figure of govmm's LAPIC is measured against.
+	LAPICKVM
+)
+
+// LAPICKinds are --lapic's values, in LAPICKind order.
+var LAPICKinds = []string{"govmm", "kvm"}
+
+// String is the kind as --lapic spells it.
+func (k LAPICKind) String() string {
+	if int(k) < len(LAPICKinds) {
+		return LAPICKinds[k]
+	}
+	return fmt.Sprintf("LAPICKind(%d)", int(k))
+}
+
+// ParseLAPIC reads --lapic's value.
+func ParseLAPIC(s string) (LAPICKind, error) {
+	for i, k := range LAPICKinds {
+		if s == k {
+			return LAPICKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--lapic=%q: want govmm or kvm", s)
+}
+
 type Doorbell int
 
 const (
@@ -76,6 +111,12 @@ type Config struct {
 	// EOI costs no exit either when the guest uses PV EOI. false is the
 	// plain path, kept for comparison on the same guest.
 	AVIC bool
+	// LAPIC is whose local APIC the vCPUs have (LAPICGovmm, LAPICKVM).
+	// Under LAPICKVM, PVEOI is KVM's own PV EOI (the same ABI, served
+	// inside KVM); PVIPI and AVIC, which are govmm's LAPIC's, are refused
+	// (Validate); HaltPoll is not govmm's to set (KVM's halt polling is the
+	// kvm module's halt_poll_ns).
+	LAPIC LAPICKind
 	// SyscallDoorbell offers govmm's SYSCALL doorbell (package pvsyscall),
 	// by default only on hosts whose KVM gets SYSCALL wrong.
 	SyscallDoorbell Doorbell
@@ -197,6 +238,9 @@ func (c *Config) Validate() error {
 	if c.X2APIC == X2APICOff && c.CPUs > 255 {
 		return fmt.Errorf("%d vCPUs need x2APIC: xAPIC IDs stop at 254", c.CPUs)
 	}
+	if err := c.checkLAPIC(); err != nil {
+		return err
+	}
 	if c.X2APICAtReset && c.X2APIC != X2APICOn {
 		return errors.New("a hand-over in x2APIC mode (X2APICAtReset) needs x2APIC offered")
 	}
@@ -250,6 +294,21 @@ func CheckAffinity(cpus []int) error {
 
 // checkHost checks the vCPU count against this host's KVM (maxCPUs,
 // KVM_CAP_MAX_VCPUS).
+// checkLAPIC refuses what only govmm's LAPIC has under --lapic=kvm, in
+// one line each that says why and what KVM offers instead.
+func (c *Config) checkLAPIC() error {
+	if c.LAPIC != LAPICKVM {
+		return nil
+	}
+	switch {
+	case c.PVIPI:
+		return errors.New("--pv-ipi with --lapic=kvm: govmm's PV send-IPI is a WRMSR served by govmm's LAPIC; KVM's own (KVM_HC_SEND_IPI) is a vmcall with another ABI, which govmm does not offer")
+	case c.AVIC:
+		return errors.New("--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC")
+	}
+	return nil
+}
+
 func (c *Config) checkHost(maxCPUs int) error {
 	if c.CPUs > maxCPUs {
 		return fmt.Errorf("cannot create %d vCPUs: this host's KVM allows 1 to %d", c.CPUs, maxCPUs)

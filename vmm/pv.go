@@ -25,13 +25,19 @@ type pvUnit interface {
 // pvUnits are the VM's paravirtual features, built from its configuration
 // and the objects they serve (none for msrBus, which only registers them).
 type pvUnits struct {
-	eoi      *pveoi.Unit
+	eoi      *pveoi.Unit // nil under --lapic=kvm
 	ipi      *pvipi.Unit
 	doorbell *pvsyscall.Unit
+	// kvmEOI: KVM's LAPIC serves PV EOI (--lapic=kvm --pv-eoi): the same
+	// ABI, announced in the same CPUID bit, its MSR left to KVM.
+	kvmEOI bool
 }
 
 func (vm *VM) newPVUnits() pvUnits {
 	n := vm.cfg.CPUs
+	if vm.cfg.LAPIC == LAPICKVM {
+		return pvUnits{ipi: pvipi.New(false, vm.mem, nil, vm.obs), doorbell: pvsyscall.New(vm.doorbell, n), kvmEOI: vm.cfg.PVEOI}
+	}
 	lapics := make([]pveoi.LAPIC, n)
 	eois := make([]*atomic.Uint64, n)
 	for i := range n {
@@ -44,11 +50,19 @@ func (vm *VM) newPVUnits() pvUnits {
 	}
 }
 
-func (u pvUnits) list() []pvUnit { return []pvUnit{u.eoi, u.ipi, u.doorbell} }
+func (u pvUnits) list() []pvUnit {
+	if u.eoi == nil {
+		return []pvUnit{u.ipi, u.doorbell}
+	}
+	return []pvUnit{u.eoi, u.ipi, u.doorbell}
+}
 
 // leaves is what the units show in the hypervisor CPUID leaves.
 func (u pvUnits) leaves() hvcpuid.Leaves {
 	var l hvcpuid.Leaves
+	if u.kvmEOI {
+		l.KVMFeatures |= pveoi.KVMFeatureEOI
+	}
 	for _, p := range u.list() {
 		p.CPUID(&l)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/routing"
 	"github.com/govmm/govmm/vcpu"
+	"github.com/govmm/govmm/vioapic"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/xstate"
 )
@@ -60,6 +61,13 @@ type VM struct {
 	// filter); complete when New returns, read-only from then on.
 	bus    exitbus.Bus
 	plat   *routing.Platform
+	// kvmLAPICs carries device interrupts into KVM's LAPICs under
+	// --lapic=kvm (Config.LAPIC); nil otherwise, and apics is then set.
+	kvmLAPICs *routing.KVMLAPICs
+	// kstats are the vCPUs' KVM statistics (KVM_GET_STATS_FD), opened
+	// with them; nil where the host has none. Reading one is a pread,
+	// safe from any thread.
+	kstats []*kvm.Stats
 	pv     pvUnits
 	serial *devices.Serial
 	// early is the early console (earlycon.go); console is what every
@@ -169,8 +177,15 @@ func New(cfg Config) (vm *VM, err error) {
 	v := &VM{cfg: cfg, sys: sys, acct: accounting.NewVM(cfg.CPUs), done: make(chan struct{}), status: -1, doorbell: doorbell,
 		ioeventfds:  host.IOEventFDMMIO,
 		tscDeadline: cfg.TSCDeadline.Resolve(host.TSCDeadlineReaches)}
+	if cfg.LAPIC == LAPICKVM {
+		// KVM's LAPIC has the TSC-deadline timer where KVM says so.
+		v.tscDeadline = cfg.TSCDeadline.Resolve(sys.CheckExtension(kvm.CapTSCDeadlineTimer) != 0)
+	}
 	v.acct.Delivery = cfg.Delivery()
 	v.haltPoll, v.acct.HaltPoll = haltPolling(cfg.HaltPoll, cfg.CPUs, hostCPUs())
+	if cfg.LAPIC == LAPICKVM {
+		v.haltPoll, v.acct.HaltPoll = haltpoll.Policy{}, "KVM's own (the kvm module's halt_poll_ns)"
+	}
 	defer func() {
 		if err != nil {
 			v.Close()
@@ -247,7 +262,15 @@ func (vm *VM) setupKVM() error {
 	if err := vm.kvm.SetIdentityMapAddr(identityMapAddr); err != nil {
 		return err
 	}
-	return vm.kvm.SetTSSAddr(tssAddr)
+	if err := vm.kvm.SetTSSAddr(tssAddr); err != nil {
+		return err
+	}
+	if vm.cfg.LAPIC == LAPICKVM {
+		// KVM's LAPICs, the IOAPIC's pins reserved as GSI routes: before
+		// any vCPU exists, which KVM_CAP_SPLIT_IRQCHIP requires.
+		return vm.kvm.EnableSplitIRQChip(vioapic.Pins, vm.cfg.X2APIC == X2APICOn)
+	}
+	return nil
 }
 
 // kernelName names the kernel in an error about loading it.
@@ -324,13 +347,22 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.stamps = newStampClock(vm.clock.tscHz)
 	vm.obs = accounting.NewObserver(vm.acct, vm.stamps)
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
-	vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
-		TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
-		Observer: vm.obs})
-	vm.plat = routing.NewPlatform(vm.apics, vm.mem, platformObserver{&vm.acct.Platform, vm.obs}, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
+	var delivery routing.Delivery
+	if vm.cfg.LAPIC == LAPICKVM {
+		vm.kvmLAPICs = routing.NewKVMLAPICs(vm.kvm, vm.deliveryRefused)
+		delivery = vm.kvmLAPICs
+	} else {
+		vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
+			TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
+			Observer: vm.obs})
+		delivery = vm.apics
+	}
+	vm.plat = routing.NewPlatform(delivery, vm.mem, platformObserver{&vm.acct.Platform, vm.obs}, vm.cfg.IOMMU, vm.cfg.X2APIC == X2APICOn)
 	vm.pv = vm.newPVUnits()
-	if err := routing.RegisterLAPICs(&vm.bus, vm.apics); err != nil {
-		return err
+	if vm.apics != nil {
+		if err := routing.RegisterLAPICs(&vm.bus, vm.apics); err != nil {
+			return err
+		}
 	}
 	if err := vm.plat.Register(&vm.bus); err != nil {
 		return err
@@ -350,10 +382,23 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	}
 	// After KVM_SET_CPUID2: KVM takes EXTD in APIC_BASE only from a vCPU
 	// whose CPUID shows x2APIC (kvm_set_apic_base's reserved bits).
-	if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, func(i int, base uint64) error {
-		return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base)
-	}); err != nil {
+	setBase := func(i int, base uint64) error { return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base) }
+	if vm.apics == nil {
+		if err := kvmX2APICHandoff(n, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
+			return err
+		}
+	} else if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
 		return err
+	}
+	vm.kstats = make([]*kvm.Stats, n)
+	for i, c := range vm.kvcpu {
+		if vm.sys.CheckExtension(kvm.CapBinaryStatsFD) == 0 {
+			vm.kstats = nil
+			break
+		}
+		if vm.kstats[i], err = c.StatsFD(); err != nil {
+			return err
+		}
 	}
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
@@ -365,12 +410,17 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		return t
 	})
 	for i := range n {
-		cfg := vcpu.Config{KVM: vm.kvcpu[i], LAPIC: vm.apics.LAPIC(i), Counters: &vm.acct.CPUs[i],
-			Bus: &vm.bus, PVEOI: vm.pv.eoi.CPU(i), Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
+		cfg := vcpu.Config{KVM: vm.kvcpu[i], Counters: &vm.acct.CPUs[i],
+			Bus: &vm.bus, Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
 			Pin: len(vm.cfg.CPUAffinity) > 0}
 		if cfg.Pin {
 			cfg.HostCPU = vm.cfg.CPUAffinity[i%len(vm.cfg.CPUAffinity)]
+		}
+		if vm.apics != nil {
+			cfg.LAPIC, cfg.PVEOI = vm.apics.LAPIC(i), vm.pv.eoi.CPU(i)
+		} else {
+			cfg.InKernel, cfg.IOAPICEOI = true, vm.kvmLAPICs.EOI
 		}
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
@@ -393,8 +443,28 @@ func (vm *VM) setupDevices() error {
 		{PortMSITest, 16, "MSI test device", exitcause.PIOMSITestDev, &devices.MSITestDev{Send: vm.plat.SendMSI}},
 		{PortMark, devices.MarkerPorts, "accounting marker", exitcause.PIOMark,
 			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, func(cpu int) devices.SectionCounts { return devices.SectionCounts(vm.acct.LastSection(cpu)) }, vm.acct.InjectedVector,
-				func(cpu int) bool { return vm.cpus[cpu].State() == vcpu.StateHalted })},
+				vm.halted)},
 	})
+}
+
+// halted says whether vCPU cpu is halted: in govmm's loop (its HLT exit
+// counted), or under --lapic=kvm inside KVM, blocked in its halt (KVM's
+// instant statistic "blocking", which another thread may read).
+func (vm *VM) halted(cpu int) bool {
+	if vm.apics != nil {
+		return vm.cpus[cpu].State() == vcpu.StateHalted
+	}
+	if vm.kstats == nil {
+		return true // no way to know: the guest's own pacing must do
+	}
+	v, err := vm.kstats[cpu].Value("blocking")
+	return err != nil || v != 0
+}
+
+// deliveryRefused reports an interrupt KVM's LAPICs refused (--lapic=kvm):
+// the VM stops with the ioctl's error, as a vCPU's refused ioctl does.
+func (vm *VM) deliveryRefused(err error) {
+	vm.stop("error", -1, fmt.Errorf("device interrupt into KVM's LAPIC: %w", err))
 }
 
 // portDevice is a device's claim on I/O ports.
@@ -615,6 +685,11 @@ func (vm *VM) Close() {
 			c.Close()
 		}
 	}
+	for _, s := range vm.kstats {
+		if s != nil {
+			s.Close()
+		}
+	}
 	if vm.kvm != nil {
 		vm.kvm.Close()
 	}
@@ -645,6 +720,24 @@ func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }
 // start-up. x2 says whether x2APIC is offered, always whether to hand
 // over in x2APIC mode at any size (Config.X2APICAtReset); kvmBase hands
 // CPU i's new APIC_BASE to KVM's copy (as routing's APIC_BASE handler does).
+// kvmX2APICHandoff is x2APICHandoff for KVM's LAPICs (--lapic=kvm), of
+// n vCPUs: KVM's own APIC_BASE is the only copy.
+func kvmX2APICHandoff(n int, x2, always bool, kvmBase func(i int, base uint64) error) error {
+	if !x2 || n <= 255 && !always {
+		return nil
+	}
+	for i := range n {
+		base := uint64(vlapic.DefaultBase) | vlapic.BaseEN | vlapic.BaseEXTD
+		if i == 0 {
+			base |= vlapic.BaseBSP
+		}
+		if err := kvmBase(i, base); err != nil {
+			return fmt.Errorf("vCPU %d: APIC_BASE %#x at hand-off, in KVM's LAPIC: %w", i, base, err)
+		}
+	}
+	return nil
+}
+
 func x2APICHandoff(apics *vlapic.Bus, x2, always bool, kvmBase func(i int, base uint64) error) error {
 	if !x2 || apics.Len() <= 255 && !always {
 		return nil

@@ -4,28 +4,56 @@ import (
 	"flag"
 	"slices"
 
+	"github.com/govmm/govmm/pveoi"
 	"github.com/govmm/govmm/vmm"
 )
 
 // pvFlags are the VM's interrupt-path switches as vmm.PVFlags declares
 // them (PV units and AVIC-style delivery), shared by run, boot and map;
-// the commands differ only in which are on by default.
-type pvFlags map[string]*bool
+// the commands differ only in which are on by default. With them, --lapic:
+// whose LAPIC the vCPUs have.
+type pvFlags struct {
+	on    map[string]*bool
+	lapic *vmm.LAPICKind
+	fs    *flag.FlagSet
+}
 
 // addPVFlags declares every switch on fs, those named in on defaulting to
-// on.
+// on, and --lapic.
 func addPVFlags(fs *flag.FlagSet, on ...string) pvFlags {
-	p := pvFlags{}
+	p := pvFlags{on: map[string]*bool{}, lapic: new(vmm.LAPICKind), fs: fs}
 	for _, f := range vmm.PVFlags() {
-		p[f.Name] = fs.Bool(f.Name, slices.Contains(on, f.Name), f.Help)
+		p.on[f.Name] = fs.Bool(f.Name, slices.Contains(on, f.Name), f.Help)
 	}
+	fs.Func("lapic", "whose local APIC the vCPUs have: govmm (its own, in user space; the default) or kvm (KVM's in-kernel LAPIC, "+
+		"KVM's split irqchip: the IOAPIC, remapping unit, devices, ACPI and CPUID stay govmm's; --pv-eoi is then KVM's own, "+
+		"--pv-ipi and --avic are govmm's LAPIC's and refused, a default --pv-ipi is dropped)",
+		func(s string) (err error) { *p.lapic, err = vmm.ParseLAPIC(s); return err })
 	return p
 }
 
-// apply sets every switch in c as parsed.
+// set says whether the command line named flag name.
+func (p pvFlags) set(name string) bool {
+	found := false
+	p.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
+// apply sets every switch in c as parsed. Under --lapic=kvm a switch of
+// govmm's LAPIC that is on only by the command's default is turned off
+// (run offers govmm's PV send-IPI by default); one the command line names
+// stays on, for Validate to refuse with its reason.
 func (p pvFlags) apply(c *vmm.Config) {
+	c.LAPIC = *p.lapic
 	for _, f := range vmm.PVFlags() {
-		f.Set(c, *p[f.Name])
+		f.Set(c, *p.on[f.Name])
+	}
+	if c.LAPIC == vmm.LAPICKVM {
+		for _, f := range vmm.PVFlags() {
+			if f.Name != pveoi.Flag && !p.set(f.Name) {
+				f.Set(c, false)
+			}
+		}
 	}
 }
 
