@@ -131,6 +131,9 @@ $(FLOORVMM): $(FLOOR_SRC) $(wildcard bench/floor/*.h) $(CACHE)/.test-deps
 # phases and the exit accounting. MODE=off|physical|cluster|mixed, CPUS=N.
 MODE ?= cluster
 CPUS ?= 2
+# Whose local APIC: govmm's own (the default) or KVM's in-kernel one
+# (LAPIC=kvm: KVM's split irqchip, everything else govmm's), the reference.
+LAPIC ?= govmm
 # What "make run" types at the guest's u-root shell before powering it off:
 # the IPI counters and microbenchmark, then the virtio-blk disk mounted
 # and read, and blkbench's 4 KiB reads and writes on every CPU at once in
@@ -138,7 +141,7 @@ CPUS ?= 2
 EXEC ?= irqstat; ipibench -n 20; mkdir /mnt; mount -t ext2 /dev/vda /mnt; cat /mnt/README; umount /mnt; blkbench -n 50 -rw both -offset 16777216 -size 8388608
 run: build kernel initramfs disk $(if $(USE_NESTED),nested-deps)
 	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE))
-	$(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --x2apic=$(MODE) --cpus $(CPUS) --disk $(DISK) --exec '$(EXEC)'
+	$(if $(USE_NESTED),$(NESTED_RUN)) $(BIN) boot --x2apic=$(MODE) --lapic=$(LAPIC) --cpus $(CPUS) --disk $(DISK) --exec '$(EXEC)'
 
 # The demonstration disk of make run and make shell: 24 MiB, an ext2
 # filesystem of 16 MiB holding a README (mke2fs -d, e2fsprogs), a scratch

@@ -28,6 +28,10 @@ type Report struct {
 	KVMStats map[string]uint64 `json:"kvm_stats,omitempty"`
 	// Devices is each PCI device's MSI-X interrupts per vector and CPU.
 	Devices []DeviceReport `json:"devices,omitempty"`
+	// LAPIC says whose local APIC the VM had ("govmm" or "kvm"; empty
+	// when the VM did not say): under "kvm" the exits KVM serves are in
+	// the sections' KVM counts only.
+	LAPIC string `json:"lapic,omitempty"`
 }
 
 // CPUReport is one vCPU's (or the total's) counters.
@@ -50,6 +54,12 @@ type SectionReport struct {
 	ID    int         `json:"id"`
 	CPUs  []CPUReport `json:"cpus"`
 	Total CPUReport   `json:"total"`
+	// KVM is KVM's statistics over the section per vCPU, by name (only
+	// non-zero ones), when the VM recorded them (VM.KVM: KVM's LAPIC),
+	// the marker's own exits left out of "exits"; KVMTotal their sums.
+	KVM      []map[string]uint64 `json:"kvm,omitempty"`
+	KVMTotal map[string]uint64   `json:"kvm_total,omitempty"`
+	KVMErr   string              `json:"kvm_error,omitempty"`
 }
 
 func cpuReport(cpu int, s Snapshot) CPUReport {
@@ -103,7 +113,7 @@ func cpuReports(snaps []Snapshot) ([]CPUReport, CPUReport) {
 
 // Report builds the report of the VM's counters now.
 func (a *VM) Report() Report {
-	r := Report{Delivery: a.Delivery, HaltPoll: a.HaltPoll}
+	r := Report{Delivery: a.Delivery, HaltPoll: a.HaltPoll, LAPIC: a.LAPIC}
 	r.CPUs, r.Total = cpuReports(a.Snapshot())
 	r.Platform = a.Platform.Report()
 	r.Latency = a.Latency.Report()
@@ -111,8 +121,9 @@ func (a *VM) Report() Report {
 		r.Devices = append(r.Devices, d.Report())
 	}
 	for _, s := range a.Sections() {
-		sr := SectionReport{ID: s.ID}
+		sr := SectionReport{ID: s.ID, KVMErr: s.KVMErr}
 		sr.CPUs, sr.Total = cpuReports(s.CPUs)
+		sr.KVM, sr.KVMTotal = kvmReports(s.KVM)
 		r.Sections = append(r.Sections, sr)
 	}
 	return r
@@ -247,6 +258,9 @@ const deviceExits = "receivers' exits caused by device MSIs"
 // WriteTable prints the delivery path, the per-vCPU table, the exits by cause, the IPIs by
 // destination kind and each measured section.
 func (r Report) WriteTable(w io.Writer) {
+	if r.LAPIC == "kvm" {
+		fmt.Fprintln(w, "local APIC: KVM's in-kernel one (--lapic=kvm): the exits it serves are counted by KVM, in the sections' KVM tables")
+	}
 	if r.Delivery != "" {
 		fmt.Fprintf(w, "delivery: %s\n", r.Delivery)
 	}
@@ -276,8 +290,57 @@ func (r Report) WriteTable(w io.Writer) {
 		writeCPUTable(w, s.CPUs, s.Total)
 		writeCounts(w, fmt.Sprintf("section %d exits by cause", s.ID), s.Total.ByCause)
 		writeListed(w, fmt.Sprintf("section %d %s", s.ID, deviceExits), deviceExits, CPUCounterTable, s.Total.At)
+		writeKVMTable(w, s)
 	}
 	if len(r.KVMStats) > 0 {
 		writeCounts(w, "KVM's own exit statistics (all vCPUs)", r.KVMStats)
 	}
+}
+
+// kvmReports turns a section's KVM statistics into their report form:
+// per vCPU and summed, non-zero ones by name.
+func kvmReports(cpus []KVMCounts) ([]map[string]uint64, map[string]uint64) {
+	if cpus == nil {
+		return nil, nil
+	}
+	out, total := make([]map[string]uint64, len(cpus)), map[string]uint64{}
+	for i, c := range cpus {
+		out[i] = map[string]uint64{}
+		for k, n := range c {
+			if n != 0 {
+				out[i][KVMStat(k).String()] = n
+				total[KVMStat(k).String()] += n
+			}
+		}
+	}
+	return out, total
+}
+
+// writeKVMTable writes a section's KVM statistics per vCPU, if it has them.
+func writeKVMTable(w io.Writer, s SectionReport) {
+	if s.KVMErr != "" {
+		fmt.Fprintf(w, "section %d, KVM's statistics: %s\n", s.ID, s.KVMErr)
+	}
+	if s.KVM == nil {
+		return
+	}
+	fmt.Fprintf(w, "section %d, KVM's statistics (every exit KVM took, the marker's left out)\n", s.ID)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "vCPU\t")
+	for k := range NumKVMStats {
+		fmt.Fprintf(tw, "%s\t", k)
+	}
+	fmt.Fprintln(tw)
+	row := func(name string, m map[string]uint64) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for k := range NumKVMStats {
+			fmt.Fprintf(tw, "%d\t", m[k.String()])
+		}
+		fmt.Fprintln(tw)
+	}
+	for i, m := range s.KVM {
+		row(fmt.Sprint(i), m)
+	}
+	row("all", s.KVMTotal)
+	tw.Flush()
 }

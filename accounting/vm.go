@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/govmm/govmm/exitcause"
@@ -24,10 +25,19 @@ type VM struct {
 	// with MSI-X; set before the vCPUs run, read-only from then on (the
 	// counters inside are atomics).
 	Devices []*DeviceIRQs
+	// LAPIC names whose local APIC the VM has ("govmm" or "kvm") for the
+	// report; set once before the vCPUs run.
+	LAPIC string
+	// KVM samples KVM's per-vCPU statistics at each section's ends when
+	// the LAPIC is KVM's (--lapic=kvm), whose exits govmm never sees; set
+	// before the vCPUs run, nil otherwise. A section's exits are then
+	// KVM's (Section.KVM, LastSection).
+	KVM KVMSampler
 
 	mu       sync.Mutex // guards the section state below; taken only on marker exits
 	open     int
 	openAt   []Snapshot
+	kvmAt    []KVMCounts
 	sections []Section
 }
 
@@ -35,6 +45,12 @@ type VM struct {
 type Section struct {
 	ID   int        `json:"id"`
 	CPUs []Snapshot `json:"-"`
+	// KVM is KVM's statistics over the section, per vCPU, when the VM
+	// samples them (VM.KVM), with the marker's own exits taken out of
+	// KVMExits as they are out of CPUs; nil otherwise, or when KVM could
+	// not be read (KVMErr says why).
+	KVM    []KVMCounts `json:"-"`
+	KVMErr string      `json:"-"`
 }
 
 // NewVM returns zeroed accounting for n vCPUs.
@@ -58,17 +74,34 @@ func (a *VM) Mark(cpu int, id int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	snap := a.Snapshot()
+	var kvmSnap []KVMCounts
+	var kvmErr error
+	if a.KVM != nil {
+		kvmSnap, kvmErr = a.KVM()
+	}
 	if a.open != 0 {
 		sec := Section{ID: a.open, CPUs: make([]Snapshot, len(snap))}
+		if a.KVM != nil {
+			sec.KVM = make([]KVMCounts, len(snap))
+			if kvmErr != nil || len(kvmSnap) != len(snap) || len(a.kvmAt) != len(snap) {
+				sec.KVM, sec.KVMErr = nil, fmt.Sprintf("KVM's statistics could not be read: %v", kvmErr)
+			}
+		}
 		for i := range snap {
 			sec.CPUs[i] = snap[i].Sub(a.openAt[i])
+			if sec.KVM != nil {
+				sec.KVM[i] = kvmSnap[i].Sub(a.kvmAt[i])
+				mark := sec.CPUs[i].Exits[exitcause.PIOMark] // port I/O exits, each one
+				sec.KVM[i][KVMExits] -= min(sec.KVM[i][KVMExits], mark)
+				sec.KVM[i][KVMIOExits] -= min(sec.KVM[i][KVMIOExits], mark)
+			}
 			sec.CPUs[i].Exits[exitcause.PIOMark] = 0
 		}
 		a.sections = append(a.sections, sec)
 		a.open = 0
 	}
 	if id != 0 {
-		a.open, a.openAt = id, snap
+		a.open, a.openAt, a.kvmAt = id, snap, kvmSnap
 	}
 }
 
@@ -108,11 +141,13 @@ func (a *VM) LastSection(cpu int) SectionCounts {
 	}
 	sec := a.sections[len(a.sections)-1]
 	for i, s := range sec.CPUs {
-		for _, n := range s.Exits {
-			c.All += n
-			if i == cpu {
-				c.Own += n
-			}
+		n := s.Total()
+		if sec.KVM != nil {
+			n = sec.KVM[i].GuestExits() // KVM's LAPIC: KVM saw every exit, govmm only some
+		}
+		c.All += n
+		if i == cpu {
+			c.Own += n
 		}
 		for k := range s.IPIDelivered {
 			c.IPIsDelivered += s.IPIDelivered[k]

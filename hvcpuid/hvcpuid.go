@@ -10,7 +10,8 @@
 //	CPUID 0x40000100: EAX = the highest govmm leaf,
 //	                  EBX, ECX, EDX = "GovmmGovmmGo" (the signature)
 //	CPUID 0x40000101: EAX = feature bits (package pvipi: bit 0 PV send-IPI;
-//	                  package pvsyscall: bit 1 SYSCALL doorbell)
+//	                  package pvsyscall: bit 1 SYSCALL doorbell; bit 2:
+//	                  the local APIC is KVM's, not govmm's: --lapic=kvm)
 //	CPUID 0x40000102: the SYSCALL doorbell's page (package pvsyscall)
 package hvcpuid
 
@@ -38,6 +39,13 @@ const (
 	KVMFeatureClocksource2      = 1 << 3
 	KVMFeatureClocksourceStable = 1 << 24
 )
+
+// FeatureKVMLAPIC (in Features EAX) tells a guest that its local APIC is
+// KVM's in-kernel one (--lapic=kvm): govmm's marker then counts a
+// section's exits with KVM's statistics, which take in every exit KVM
+// serves (a host interrupt's, a PAUSE loop's), and govmm sees none of the
+// APIC's.
+const FeatureKVMLAPIC = 1 << 2
 
 // Leaves is what the VM's PV features show.
 type Leaves struct {

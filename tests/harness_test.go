@@ -138,6 +138,12 @@ func endState(vm *vmm.VM) string {
 	b.WriteString("govmm's vCPUs at the end:\n")
 	n := 0
 	for i, c := range vm.VCPUs() {
+		if vm.APICs() == nil { // KVM's LAPIC (--lapic=kvm): only the vCPU's thread can read it
+			if i < endStateCPUs {
+				c.DumpNow(&b)
+			}
+			continue
+		}
 		st := vm.APICs().LAPIC(i).Snapshot()
 		exit, _ := c.LastExit()
 		if len(vm.VCPUs()) > endStateCPUs && i > 0 && st.IRR == [8]uint32{} && st.ISR == [8]uint32{} && exit == kvm.ExitHLT {

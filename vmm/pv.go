@@ -31,12 +31,14 @@ type pvUnits struct {
 	// kvmEOI: KVM's LAPIC serves PV EOI (--lapic=kvm --pv-eoi): the same
 	// ABI, announced in the same CPUID bit, its MSR left to KVM.
 	kvmEOI bool
+	// kvmLAPIC: the LAPIC is KVM's (hvcpuid.FeatureKVMLAPIC).
+	kvmLAPIC bool
 }
 
 func (vm *VM) newPVUnits() pvUnits {
 	n := vm.cfg.CPUs
 	if vm.cfg.LAPIC == LAPICKVM {
-		return pvUnits{ipi: pvipi.New(false, vm.mem, nil, vm.obs), doorbell: pvsyscall.New(vm.doorbell, n), kvmEOI: vm.cfg.PVEOI}
+		return pvUnits{ipi: pvipi.New(false, vm.mem, nil, vm.obs), doorbell: pvsyscall.New(vm.doorbell, n), kvmEOI: vm.cfg.PVEOI, kvmLAPIC: true}
 	}
 	lapics := make([]pveoi.LAPIC, n)
 	eois := make([]*atomic.Uint64, n)
@@ -60,6 +62,9 @@ func (u pvUnits) list() []pvUnit {
 // leaves is what the units show in the hypervisor CPUID leaves.
 func (u pvUnits) leaves() hvcpuid.Leaves {
 	var l hvcpuid.Leaves
+	if u.kvmLAPIC {
+		l.Features |= hvcpuid.FeatureKVMLAPIC
+	}
 	if u.kvmEOI {
 		l.KVMFeatures |= pveoi.KVMFeatureEOI
 	}

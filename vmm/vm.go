@@ -181,7 +181,7 @@ func New(cfg Config) (vm *VM, err error) {
 		// KVM's LAPIC has the TSC-deadline timer where KVM says so.
 		v.tscDeadline = cfg.TSCDeadline.Resolve(sys.CheckExtension(kvm.CapTSCDeadlineTimer) != 0)
 	}
-	v.acct.Delivery = cfg.Delivery()
+	v.acct.Delivery, v.acct.LAPIC = cfg.Delivery(), cfg.LAPIC.String()
 	v.haltPoll, v.acct.HaltPoll = haltPolling(cfg.HaltPoll, cfg.CPUs, hostCPUs())
 	if cfg.LAPIC == LAPICKVM {
 		v.haltPoll, v.acct.HaltPoll = haltpoll.Policy{}, "KVM's own (the kvm module's halt_poll_ns)"
@@ -390,15 +390,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	} else if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
 		return err
 	}
-	vm.kstats = make([]*kvm.Stats, n)
-	for i, c := range vm.kvcpu {
-		if vm.sys.CheckExtension(kvm.CapBinaryStatsFD) == 0 {
-			vm.kstats = nil
-			break
-		}
-		if vm.kstats[i], err = c.StatsFD(); err != nil {
-			return err
-		}
+	if err := vm.openKVMStats(); err != nil {
+		return err
 	}
 	// The kernel's symbols name RIPs in SIGUSR2 dumps. A table that does
 	// not parse names nothing: it must not stop a kernel that loaded.
@@ -445,6 +438,47 @@ func (vm *VM) setupDevices() error {
 			devices.NewMarker(vm.cfg.CPUs, vm.acct.Mark, func(cpu int) devices.SectionCounts { return devices.SectionCounts(vm.acct.LastSection(cpu)) }, vm.acct.InjectedVector,
 				vm.halted)},
 	})
+}
+
+// openKVMStats opens every vCPU's KVM statistics (kstats). Under
+// --lapic=kvm the sections record them (accounting.VM.KVM): KVM serves
+// most of the exits there, and without its statistics a section would
+// count only govmm's share, so a host without them is refused.
+func (vm *VM) openKVMStats() error {
+	if vm.sys.CheckExtension(kvm.CapBinaryStatsFD) == 0 {
+		if vm.cfg.LAPIC == LAPICKVM {
+			return fmt.Errorf("%w: this host's KVM lacks KVM_CAP_BINARY_STATS_FD, which --lapic=kvm needs to count the exits KVM serves", kvm.ErrNoKVM)
+		}
+		return nil
+	}
+	vm.kstats = make([]*kvm.Stats, len(vm.kvcpu))
+	for i, c := range vm.kvcpu {
+		s, err := c.StatsFD()
+		if err != nil {
+			return err
+		}
+		vm.kstats[i] = s
+	}
+	if vm.cfg.LAPIC == LAPICKVM {
+		vm.acct.KVM = vm.sampleKVM
+	}
+	return nil
+}
+
+// sampleKVM reads every vCPU's statistics that a section records.
+func (vm *VM) sampleKVM() ([]accounting.KVMCounts, error) {
+	out := make([]accounting.KVMCounts, len(vm.kstats))
+	names := accounting.KVMStatNames()
+	for i, s := range vm.kstats {
+		vals, err := s.Read()
+		if err != nil {
+			return nil, fmt.Errorf("vCPU %d: %w", i, err)
+		}
+		for j, name := range names {
+			out[i][j] = vals[name]
+		}
+	}
+	return out, nil
 }
 
 // halted says whether vCPU cpu is halted: in govmm's loop (its HLT exit

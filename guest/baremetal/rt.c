@@ -409,14 +409,19 @@ int govmm_vmm(void)
 	return r[1] == 0x6d766f47 && r[0] >= 0x40000101u;   /* "Govm" */
 }
 
-/* Then its feature leaf 0x40000101: EAX bit 1 is the SYSCALL doorbell
- * (package pvsyscall). */
-int govmm_doorbell(void)
+/* Its feature leaf 0x40000101, EAX bit b (0 when not under govmm). */
+static int govmm_feature(u32 b)
 {
 	u32 r[4];
 
 	if (!govmm_vmm())
 		return 0;
 	cpuid(0x40000101u, r);
-	return (r[0] & (1u << 1)) != 0;
+	return (r[0] & (1u << b)) != 0;
 }
+
+/* EAX bit 1 is the SYSCALL doorbell (package pvsyscall). */
+int govmm_doorbell(void) { return govmm_feature(1); }
+
+/* EAX bit 2: the local APIC is KVM's (govmm --lapic=kvm). */
+int govmm_kvm_lapic(void) { return govmm_feature(2); }

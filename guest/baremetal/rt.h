@@ -92,6 +92,7 @@ int govmm_vmm(void);                     /* CPUID 0x40000100 is govmm's signatur
 
 /* ---- govmm's paravirtual leaves (package pvipi, pvsyscall) ---- */
 int govmm_doorbell(void);                /* CPUID offers the SYSCALL doorbell */
+int govmm_kvm_lapic(void);               /* the LAPIC is KVM's (govmm --lapic=kvm): the marker counts with KVM's statistics */
 
 /* ---- boot information ---- */
 extern const char guest_name[];          /* defined by each guest */
