@@ -83,8 +83,11 @@ func (a *VM) Mark(cpu int, id int) {
 		sec := Section{ID: a.open, CPUs: make([]Snapshot, len(snap))}
 		if a.KVM != nil {
 			sec.KVM = make([]KVMCounts, len(snap))
-			if kvmErr != nil || len(kvmSnap) != len(snap) || len(a.kvmAt) != len(snap) {
-				sec.KVM, sec.KVMErr = nil, fmt.Sprintf("KVM's statistics could not be read: %v", kvmErr)
+			switch {
+			case kvmErr != nil:
+				sec.KVM, sec.KVMErr = nil, fmt.Sprintf("KVM's statistics could not be read at the section's end: %v", kvmErr)
+			case len(a.kvmAt) != len(snap) || len(kvmSnap) != len(snap):
+				sec.KVM, sec.KVMErr = nil, "KVM's statistics could not be read at the section's start"
 			}
 		}
 		for i := range snap {
