@@ -15,6 +15,7 @@ const (
 	KVMIRQExits                          // exits for the host's own interrupts (not the guest's doing)
 	KVMHaltExits                         // HLT exits
 	KVMHaltWakeup                        // wake-ups from a halt's block
+	KVMHaltAttemptedPoll                 // halts that polled
 	KVMHaltSuccessfulPoll                // halts whose poll saw the wake-up
 	KVMIRQInjections                     // interrupts KVM injected
 	KVMNMIInjections                     // NMIs KVM injected
@@ -25,7 +26,7 @@ const (
 	NumKVMStats
 )
 
-var kvmStatNames = [NumKVMStats]string{"exits", "irq_exits", "halt_exits", "halt_wakeup", "halt_successful_poll", "irq_injections",
+var kvmStatNames = [NumKVMStats]string{"exits", "irq_exits", "halt_exits", "halt_wakeup", "halt_attempted_poll", "halt_successful_poll", "irq_injections",
 	"nmi_injections", "irq_window_exits", "signal_exits", "io_exits", "mmio_exits"}
 
 // String is the statistic's name in KVM's binary stats.

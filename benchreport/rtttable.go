@@ -114,29 +114,39 @@ type RTTTable struct {
 }
 
 // vsKVM is row r's mean round trip over the in-kernel LAPIC's for the same
-// mode and receiver (0: no such row).
+// mode and receiver: govmm's own run on it (--lapic=kvm) where the table
+// has one, else QEMU's (0: neither).
 func (t *RTTTable) vsKVM(r RTTRow) float64 {
 	if reference(r) {
 		return 0
 	}
-	for _, o := range t.Rows {
-		if o.Delivery == KVMLAPIC && o.Mode == r.Mode && o.Receiver == r.Receiver && o.Rounds > 0 {
-			return r.CyclesPerRTT() / o.CyclesPerRTT()
+	for _, del := range []string{GovmmKVMLAPIC, KVMLAPIC} {
+		for _, o := range t.Rows {
+			if o.Delivery == del && o.Mode == r.Mode && o.Receiver == r.Receiver && o.Rounds > 0 {
+				return r.CyclesPerRTT() / o.CyclesPerRTT()
+			}
 		}
 	}
 	return 0
 }
 
-// KVMLAPIC is the delivery path of the reference rows: KVM's in-kernel
-// local APIC, under QEMU.
+// KVMLAPIC is the delivery path of QEMU's reference rows: KVM's in-kernel
+// local APIC, under QEMU (no exit counts: QEMU's are not govmm's).
 const KVMLAPIC = "kvm-lapic"
+
+// GovmmKVMLAPIC is the delivery path of govmm's own reference rows: the
+// same VM on KVM's in-kernel LAPIC (--lapic=kvm), its exits counted by
+// KVM's statistics (the guest's: KVM's exits less the host's interrupts').
+const GovmmKVMLAPIC = "kvm-lapic (govmm)"
 
 // FloorIPI is the delivery path of the IPI floor's rows: the minimal C
 // VMM's user-space APIC (bench/floor) running rtt.elf's round-trip code.
 const FloorIPI = "floor-ipi"
 
 // reference reports whether r is a reference row, not one of govmm's.
-func reference(r RTTRow) bool { return r.Delivery == KVMLAPIC || r.Delivery == FloorIPI }
+func reference(r RTTRow) bool {
+	return r.Delivery == KVMLAPIC || r.Delivery == GovmmKVMLAPIC || r.Delivery == FloorIPI
+}
 
 // xapicICR reports whether rtt.elf's mode m writes the ICR as xAPIC MMIO
 // (else as an x2APIC MSR: the x2APIC modes and govmm's PV send-IPI).
@@ -206,7 +216,7 @@ func (t *RTTTable) WriteTable(w io.Writer) {
 		if v := t.vsFloorIPI(r); v > 0 {
 			ipi = strconv.FormatFloat(v, 'f', 2, 64)
 		}
-		if f := t.AtFloor(r); f > 0 && r.Delivery != KVMLAPIC {
+		if f := t.AtFloor(r); f > 0 && r.Delivery != KVMLAPIC && r.Delivery != GovmmKVMLAPIC {
 			floor, over = fmt.Sprintf("%.0f", f), fmt.Sprintf("%.2f", r.CyclesPerRTT()/f)
 		}
 		exits := [2]string{num(r.SenderPerRTT()), num(r.RecvPerRTT())}

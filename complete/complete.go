@@ -16,6 +16,7 @@
 package complete
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -109,14 +110,20 @@ func (u *Unit) complete(events fmt.Stringer) error {
 	}
 	ef := u.hw.EmulationFailure()
 	regs := &run.Sync.Regs
-	if ef.Flags&kvm.EmulationFlagInsnBytes == 0 || ef.InsnSize == 0 {
-		u.count(exitcause.Other)
-		return fmt.Errorf("KVM could not emulate an instruction at RIP %#x and gave no bytes", regs.RIP)
-	}
-	code := ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
 	sregs, err := u.sregs()
 	if err != nil {
 		return err
+	}
+	var code []byte
+	if ef.Flags&kvm.EmulationFlagInsnBytes != 0 && ef.InsnSize != 0 {
+		code = ef.InsnBytes[:min(int(ef.InsnSize), len(ef.InsnBytes))]
+	} else if code, err = u.fetch(sregs, regs.RIP); err != nil {
+		// KVM gave no bytes (it had none: an instruction fetch that
+		// faulted, or a kernel that reports none) and the guest's own
+		// are not readable either.
+		u.count(exitcause.Other)
+		return fmt.Errorf("KVM could not emulate an instruction at CS:RIP %#x:%#x (CS base %#x, CR0 %#x) and gave no bytes; govmm cannot read them either: %v; the vCPU's last events: %v",
+			sregs.CS.Selector, regs.RIP, sregs.CS.Base, sregs.CR0, err, events)
 	}
 	mode := 32
 	switch {
@@ -170,6 +177,20 @@ func (u *Unit) complete(events fmt.Stringer) error {
 	regs.RIP += uint64(inst.Len)
 	run.DirtyRegs |= kvm.SyncRegsGPR
 	return nil
+}
+
+// fetch reads the instruction at rip from guest memory, as the CPU would
+// fetch it (CS base plus RIP, through the guest's page tables), up to 15
+// bytes and not past the page.
+func (u *Unit) fetch(sregs *kvm.Sregs, rip uint64) ([]byte, error) {
+	if u.mem == nil {
+		return nil, errors.New("no guest memory")
+	}
+	la := rip
+	if sregs.CS.L == 0 {
+		la = (sregs.CS.Base + rip) & 0xFFFFFFFF
+	}
+	return GuestBytes(u.mem, sregs, la, min(15, 0x1000-la&0xFFF))
 }
 
 // injectBP moves RIP past int3 and injects #BP (a trap: it reports the next

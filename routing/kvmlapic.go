@@ -56,7 +56,8 @@ var _ KVMIRQ = (*kvm.VM)(nil)
 // Concurrency: any vCPU or device thread may deliver at once; mu guards
 // routes. EOI is set before the VM runs and read-only after.
 type KVMLAPICs struct {
-	vm KVMIRQ
+	vm   KVMIRQ
+	cpus int // vCPUs, whose APIC IDs are their indexes
 	// Fail hears an ioctl KVM refused (the interrupt is then not
 	// delivered): the VM reports it, never drops it silently.
 	Fail func(error)
@@ -69,10 +70,10 @@ type KVMLAPICs struct {
 	set    uint32 // pins whose route KVM has
 }
 
-// NewKVMLAPICs returns the delivery into vm's in-kernel LAPICs; fail hears
-// each refused ioctl.
-func NewKVMLAPICs(vm KVMIRQ, fail func(error)) *KVMLAPICs {
-	return &KVMLAPICs{vm: vm, Fail: fail}
+// NewKVMLAPICs returns the delivery into the in-kernel LAPICs of vm's cpus
+// vCPUs; fail hears each refused ioctl.
+func NewKVMLAPICs(vm KVMIRQ, cpus int, fail func(error)) *KVMLAPICs {
+	return &KVMLAPICs{vm: vm, cpus: cpus, Fail: fail}
 }
 
 // EncodeMSI is m as the MSI KVM takes: compatibility format, destination
@@ -93,9 +94,11 @@ func EncodeMSI(m vlapic.Message) kvm.MSI {
 	return kvm.MSI{AddressLo: lo, AddressHi: m.Dest &^ 0xFF, Data: data}
 }
 
-// DeliverObserved signals m to KVM. KVM does not say which LAPICs took
-// it, so accepted is not called; the count is 1 when any did.
-func (k *KVMLAPICs) DeliverObserved(m vlapic.Message, _ func(cpu int)) int {
+// DeliverObserved signals m to KVM; the count is 1 when any LAPIC took it.
+// KVM does not say which: accepted hears the one CPU a fixed interrupt
+// names physically (govmm's APIC IDs are vCPU indexes), and nothing of a
+// logical or lowest-priority one, whose receiver only KVM knows.
+func (k *KVMLAPICs) DeliverObserved(m vlapic.Message, accepted func(cpu int)) int {
 	if m.Trigger == vlapic.Level && !m.Assert && m.Delivery == vlapic.INIT {
 		return 0 // an INIT level de-assert, which LAPICs ignore
 	}
@@ -104,10 +107,13 @@ func (k *KVMLAPICs) DeliverObserved(m vlapic.Message, _ func(cpu int)) int {
 		k.fail(err)
 		return 0
 	}
-	if ok {
-		return 1
+	if !ok {
+		return 0
 	}
-	return 0
+	if accepted != nil && m.DestMode == vlapic.Physical && m.Delivery == vlapic.Fixed && m.Dest < uint32(k.cpus) {
+		accepted(int(m.Dest))
+	}
+	return 1
 }
 
 // Deliver is DeliverObserved without an observer.

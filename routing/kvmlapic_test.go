@@ -64,15 +64,24 @@ func TestPlatformOnKVMLAPICs(t *testing.T) {
 	t.Cleanup(mem.Close)
 	f := &fakeKVMIRQ{accept: true}
 	var refused []error
-	k := NewKVMLAPICs(f, func(err error) { refused = append(refused, err) })
+	k := NewKVMLAPICs(f, 4, func(err error) { refused = append(refused, err) })
 	var obs countingObserver
 	p := NewPlatform(k, mem, &obs, false, false)
 	if k.EOI == nil {
 		t.Fatal("the platform gave KVMLAPICs no EOI handler")
 	}
 
-	if !p.SendMSI(0xFEE00000|2<<12, 0x45, 0x10) || len(f.msis) != 1 || f.msis[0].AddressLo != 0xFEE02000 || f.msis[0].Data != 0x4045 {
+	var took []int
+	if !p.SendMSIAccepted(0xFEE00000|2<<12, 0x45, 0x10, func(cpu int) { took = append(took, cpu) }) || len(f.msis) != 1 ||
+		f.msis[0].AddressLo != 0xFEE02000 || f.msis[0].Data != 0x4045 {
 		t.Fatalf("MSI: signalled %+v", f.msis)
+	}
+	if len(took) != 1 || took[0] != 2 {
+		t.Errorf("a physical MSI to APIC ID 2: accepted by %v, want [2]", took)
+	}
+	took = nil
+	if !p.SendMSIAccepted(0xFEE00000|3<<12|1<<2, 0x46, 0x10, func(cpu int) { took = append(took, cpu) }) || len(took) != 0 {
+		t.Errorf("a logical MSI: accepted by %v, want nobody named (KVM alone knows)", took)
 	}
 	rte := func(pin int, lo, hi uint32) {
 		for i, v := range []uint32{lo, hi} {

@@ -349,7 +349,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
 	var delivery routing.Delivery
 	if vm.cfg.LAPIC == LAPICKVM {
-		vm.kvmLAPICs = routing.NewKVMLAPICs(vm.kvm, vm.deliveryRefused)
+		vm.kvmLAPICs = routing.NewKVMLAPICs(vm.kvm, n, vm.deliveryRefused)
 		delivery = vm.kvmLAPICs
 	} else {
 		vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{

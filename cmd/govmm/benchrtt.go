@@ -36,7 +36,14 @@ Between round trips the BSP waits gap cycles, so the receiver is back in
 HLT; its halts last about that long, which is what the poll window adapts
 to (package haltpoll, KVM's rule). Exits are govmm's counts in the section,
 exact; "polls (hits)" are the receiver's halts that polled and those whose
-poll saw the wake-up, "µs polled" the host time its thread spent polling.`
+poll saw the wake-up, "µs polled" the host time its thread spent polling.
+Rows "kvm-lapic (govmm)" are the same VM and guest on KVM's in-kernel
+LAPIC (--lapic=kvm) in the same run: KVM delivers, halts (with its own
+halt polling) and wakes; their exits are KVM's statistics over the same
+sections, the guest's (KVM's exits less those for the host's own
+interrupts, where a spinning receiver's kick lands: shown apart, not
+counted). "vs KVM's in-kernel LAPIC" compares with those rows, or with
+QEMU's ("kvm-lapic") where govmm's did not run.`
 
 // rttBench is one 'govmm bench-rtt' configuration.
 type rttBench struct {
@@ -49,9 +56,12 @@ type rttBench struct {
 	affinity          []int       // --cpu-affinity: host CPUs of the vCPU threads, govmm's and the floor's
 	affinityFlag      string
 	qemu              string // QEMU, for the in-kernel LAPIC reference; "": none
-	guestPath         string
-	timeout           time.Duration
-	progress          io.Writer
+	// govmmLAPIC, kvmLAPIC: --lapic's list: govmm's own rows, and the same
+	// VM's on KVM's in-kernel LAPIC (--lapic=kvm) beside them.
+	govmmLAPIC, kvmLAPIC bool
+	guestPath            string
+	timeout              time.Duration
+	progress             io.Writer
 }
 
 func rttGuestPath() string     { return filepath.Join(filepath.Dir(ipiGuestPath()), "rtt.elf") }
@@ -111,7 +121,11 @@ type rttProgress struct{ i, total int }
 func (b *rttBench) mode(m string, prog *rttProgress) ([]benchreport.RTTRow, error) {
 	var rows []benchreport.RTTRow
 	var floorIPI [2]benchreport.RTTRow // the floor VMM's, run after each of govmm's reps
+	var onKVM [2]benchreport.RTTRow    // govmm on KVM's LAPIC (--lapic=kvm), run after each of govmm's reps
 	for _, del := range b.deliveries {
+		if !b.govmmLAPIC {
+			break
+		}
 		var merged [2][2]benchreport.RTTRow // [poll on, off][halted, spinning]
 		for range b.reps {
 			for p, poll := range []bool{true, false} {
@@ -131,6 +145,19 @@ func (b *rttBench) mode(m string, prog *rttProgress) ([]benchreport.RTTRow, erro
 		}
 		rows = append(rows, merged[0][0], merged[0][1], merged[1][0], merged[1][1])
 	}
+	if b.kvmLAPIC && m != "pv" { // govmm's PV send-IPI is its LAPIC's
+		for range b.reps {
+			run, err := b.oneOnKVM(m)
+			if err != nil {
+				return nil, fmt.Errorf("%s on KVM's LAPIC (--lapic=kvm): %w", m, err)
+			}
+			onKVM[0].Add(run[0])
+			onKVM[1].Add(run[1])
+			fmt.Fprintf(b.progress, "%s on KVM's in-kernel LAPIC (govmm --lapic=kvm): halted %.0f cycles/RT, spinning %.0f\n",
+				m, run[0].CyclesPerRTT(), run[1].CyclesPerRTT())
+		}
+		rows = append(rows, onKVM[0], onKVM[1])
+	}
 	if floorIPI[0].Reps > 0 {
 		rows = append(rows, floorIPI[0], floorIPI[1])
 	}
@@ -145,6 +172,8 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 		"comma-separated modes: xapic-phys, xapic-flat, xapic-cluster, x2apic-phys, x2apic-cluster, mixed, pv; "+
 			"--x2apic's and bench's names are taken too: physical (x2apic-phys), cluster (x2apic-cluster), pv-ipi (pv)")
 	delList := fs.String("delivery", "plain,avic", "comma-separated delivery paths: plain, pveoi (or pv-eoi), avic")
+	lapics := fs.String("lapic", "govmm,kvm", "comma-separated LAPICs to run the round trips on: govmm (its own, every delivery path) and kvm "+
+		"(the same VM on KVM's in-kernel LAPIC, --lapic=kvm: one row pair per mode, its exits KVM's own count; not for pv)")
 	rounds := fs.Int("rounds", 500, "round trips per section (rtt.elf rounds=)")
 	reps := fs.Int("reps", 3, "runs of each case, halt polling on and off alternating; a case's runs merge into its row")
 	gap := fs.Int("gap", 100000, "guest TSC cycles between round trips (rtt.elf gap=)")
@@ -173,6 +202,16 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	}
 	if b.deliveries, err = parseDeliveries(*delList); err != nil {
 		return nil, "", err
+	}
+	for _, l := range strings.Split(*lapics, ",") {
+		switch k, err := vmm.ParseLAPIC(strings.TrimSpace(l)); {
+		case err != nil:
+			return nil, "", err
+		case k == vmm.LAPICKVM:
+			b.kvmLAPIC = true
+		default:
+			b.govmmLAPIC = true
+		}
 	}
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
@@ -322,6 +361,56 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 		}
 		r.Kicks = recv.Exits[exitcause.Kick] + recv.Exits[exitcause.KickSpurious]
 		r.Wakeups, r.Polls, r.PollHits, r.PollNanos = recv.Wakeups, recv.HaltPolls, recv.HaltPollHits, recv.HaltPollNanos
+		return r, nil
+	})
+}
+
+// oneOnKVM runs rtt.elf once in mode on KVM's in-kernel LAPIC (govmm
+// --lapic=kvm: the same VM, devices and guest, KVM's LAPIC, KVM's halt
+// polling) and returns its halted and spinning rows, their exits KVM's
+// statistics over each section: the guest's exits (KVM's less those for
+// the host's own interrupts) by what KVM says they were. A spinning
+// receiver's kick is a host interrupt (KVM's posting IPI) there, counted
+// with the host's timer ticks in irq_exits, which the row shows apart
+// and does not count.
+func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
+	guest := ipiBenchModes[mode]
+	cmdline := fmt.Sprintf("mode=%s rounds=%d gap=%d", guest, b.rounds, b.gap)
+	con := &vmm.ConsoleLog{}
+	cfg := vmm.Config{CPUs: 2, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, LAPIC: vmm.LAPICKVM, CPUAffinity: b.affinity}
+	if !ipicost.X2APIC(guest) {
+		cfg.X2APIC = vmm.X2APICOff
+	}
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer vm.Close()
+	res := vm.Run(b.timeout)
+	log := con.String()
+	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS rtt") {
+		return nil, fmt.Errorf("rtt.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
+	}
+	secs := map[int]accounting.Section{}
+	for _, s := range vm.Accounting().Sections() {
+		secs[s.ID] = s
+	}
+	return rttRows(log, func(section int) (benchreport.RTTRow, error) {
+		sec, ok := secs[section]
+		switch {
+		case !ok || len(sec.CPUs) != 2:
+			return benchreport.RTTRow{}, fmt.Errorf("govmm recorded no section %d", section)
+		case sec.KVM == nil:
+			return benchreport.RTTRow{}, fmt.Errorf("section %d has no KVM statistics: %s", section, sec.KVMErr)
+		}
+		r := benchreport.RTTRow{Mode: mode, GuestMode: guest, Delivery: benchreport.GovmmKVMLAPIC, HaltPoll: "kvm"}
+		bsp, recv := sec.KVM[0], sec.KVM[1]
+		r.SenderExits, r.RecvExits = bsp.GuestExits(), recv.GuestExits()
+		hlt, win := recv[accounting.KVMHaltExits], recv[accounting.KVMIRQWindowExits]
+		r.RecvByCause = map[string]uint64{"hlt": hlt, "irq_window": win,
+			"eoi_and_other": r.RecvExits - min(r.RecvExits, hlt+win),
+			"(not counted) irq_exits: kicks and host interrupts": recv[accounting.KVMIRQExits]}
+		r.Wakeups, r.Polls, r.PollHits = recv[accounting.KVMHaltWakeup], recv[accounting.KVMHaltAttemptedPoll], recv[accounting.KVMHaltSuccessfulPoll]
 		return r, nil
 	})
 }

@@ -217,6 +217,7 @@ func (o *bootOptions) images() (bootImages, error) {
 		err = linuxguest.SetConsole(&vmm.Config{}, o.console)
 	}
 	pre := vmm.Config{CPUs: o.cpus, MemSize: img.mem, Disk: *o.disk, X2APIC: pick(m.X2APIC, vmm.X2APICOn, vmm.X2APICOff)}
+	o.pvf.applyTo(&pre, nil) // --lapic=kvm refuses some of them: before the host is probed
 	if err == nil {
 		err = o.hostFlags(&pre)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"slices"
 
 	"github.com/govmm/govmm/pveoi"
@@ -41,17 +43,25 @@ func (p pvFlags) set(name string) bool {
 
 // apply sets every switch in c as parsed. Under --lapic=kvm a switch of
 // govmm's LAPIC that is on only by the command's default is turned off
-// (run offers govmm's PV send-IPI by default); one the command line names
-// stays on, for Validate to refuse with its reason.
-func (p pvFlags) apply(c *vmm.Config) {
+// (run offers govmm's PV send-IPI by default), and a line saying so goes
+// to the command's standard error; one the command line names stays on,
+// for Validate to refuse with its reason.
+func (p pvFlags) apply(c *vmm.Config) { p.applyTo(c, p.fs.Output()) }
+
+// applyTo is apply with its notes going to notes (nil: nowhere).
+func (p pvFlags) applyTo(c *vmm.Config, notes io.Writer) {
 	c.LAPIC = *p.lapic
 	for _, f := range vmm.PVFlags() {
 		f.Set(c, *p.on[f.Name])
 	}
-	if c.LAPIC == vmm.LAPICKVM {
-		for _, f := range vmm.PVFlags() {
-			if f.Name != pveoi.Flag && !p.set(f.Name) {
-				f.Set(c, false)
+	if c.LAPIC != vmm.LAPICKVM {
+		return
+	}
+	for _, f := range vmm.PVFlags() {
+		if f.Name != pveoi.Flag && !p.set(f.Name) && f.On(c) {
+			f.Set(c, false)
+			if notes != nil {
+				fmt.Fprintf(notes, "govmm: --lapic=kvm: --%s, on by default, is off: it is govmm's LAPIC's\n", f.Name)
 			}
 		}
 	}
@@ -60,6 +70,6 @@ func (p pvFlags) apply(c *vmm.Config) {
 // config is a Config with only the switches set, for reading them back.
 func (p pvFlags) config() vmm.Config {
 	var c vmm.Config
-	p.apply(&c)
+	p.applyTo(&c, nil)
 	return c
 }
