@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govmm/govmm/accounting"
+	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/linuxguest"
 	"github.com/govmm/govmm/vmm"
 )
@@ -21,6 +21,14 @@ type lapicCase struct {
 	cpus        int
 	x2          bool
 	cmd         string
+	// exact: the guest counts every device interrupt it takes and fails
+	// on one too many, which KVM's LAPIC in the nested AMD-V host now and
+	// then delivers (docs/hosts.md): there the kvm run is skipped, saying
+	// so, and the nested VT-x host runs it (make nested-vtx).
+	exact bool
+	// nmi: the guest counts NMIs, which Bochs 2.7 loses now and then
+	// (docs/hosts.md): skipped on the nested VT-x host, as TestMultipleNMI.
+	nmi bool
 }
 
 // lapicCases are the bare-metal guests that run the same on either LAPIC,
@@ -33,16 +41,16 @@ type lapicCase struct {
 // storm.elf count: they are not in this list (TestRTTOnBothLAPICs checks
 // KVM's exit count per IPI with unicast round trips instead).
 var lapicCases = []lapicCase{
-	{"smp", "smp.elf", 4, false, ""},
-	{"apicbase/xapic", "apicbase.elf", 1, false, ""},
-	{"apicbase/x2apic", "apicbase.elf", 1, true, ""},
-	{"timer/oneshot", "timer.elf", 1, false, "mode=oneshot"},
-	{"timer/periodic", "timer.elf", 1, true, "mode=periodic x2apic=1"},
-	{"timer/tscdeadline", "timer.elf", 1, true, "mode=tscdeadline x2apic=1"},
-	{"nmi", "nmi.elf", 2, true, "rounds=5 x2apic=1"},
-	{"ioapic/xapic", "ioapic.elf", 2, false, ""},
-	{"ioapic/x2apic", "ioapic.elf", 2, true, "x2apic=1"},
-	{"intremap", "intremap.elf", 2, true, ""},
+	{"smp", "smp.elf", 4, false, "", false, false},
+	{"apicbase/xapic", "apicbase.elf", 1, false, "", false, false},
+	{"apicbase/x2apic", "apicbase.elf", 1, true, "", false, false},
+	{"timer/oneshot", "timer.elf", 1, false, "mode=oneshot", false, false},
+	{"timer/periodic", "timer.elf", 1, true, "mode=periodic x2apic=1", false, false},
+	{"timer/tscdeadline", "timer.elf", 1, true, "mode=tscdeadline x2apic=1", false, false},
+	{"nmi", "nmi.elf", 2, true, "rounds=5 x2apic=1", false, true},
+	{"ioapic/xapic", "ioapic.elf", 2, false, "", true, false},
+	{"ioapic/x2apic", "ioapic.elf", 2, true, "x2apic=1", true, false},
+	{"intremap", "intremap.elf", 2, true, "", true, false},
 }
 
 // TestLAPICDifferential runs each bare-metal guest on govmm's LAPIC and on
@@ -55,6 +63,12 @@ func TestLAPICDifferential(t *testing.T) {
 	for _, c := range lapicCases {
 		for _, lapic := range []vmm.LAPICKind{vmm.LAPICGovmm, vmm.LAPICKVM} {
 			t.Run(c.name+"/"+lapic.String(), func(t *testing.T) {
+				switch emu := hostprobe.DetectEmulator(); {
+				case c.exact && lapic == vmm.LAPICKVM && emu == hostprobe.QEMUTCG:
+					t.Skipf("SKIP: KVM's LAPIC in the nested AMD-V host (QEMU TCG) delivers some interrupts twice (docs/hosts.md; QEMU's -accel kvm too), and %s counts them exactly: the nested VT-x host runs it", c.guest)
+				case c.nmi && emu == hostprobe.Bochs:
+					t.Skipf("SKIP: Bochs 2.7 loses NMIs after an NMI-blocked VM ran (docs/hosts.md), and %s counts them", c.guest)
+				}
 				g := runGuestWith(t, c.guest, c.cpus, c.x2, c.cmd, func(cfg *vmm.Config) {
 					if lapic == vmm.LAPICKVM {
 						onKVMLAPIC(cfg)
@@ -127,13 +141,17 @@ func TestBootOnKVMLAPIC(t *testing.T) {
 				t.Errorf("the guest's file reads back %q (found %v), want %q", got, ok, "guest-42\n")
 			}
 			r := lr.vm.Accounting().Report()
-			var blk *accounting.DeviceReport
-			for i := range r.Devices {
-				if r.Devices[i].Name == "virtio-blk" {
-					blk = &r.Devices[i]
+			// By queue: KVM does not say which CPU took a logically
+			// addressed interrupt, so the per-vector table may be empty.
+			var blkIRQs uint64
+			for _, d := range r.Devices {
+				if d.Name == "virtio-blk" {
+					for _, q := range d.Queues {
+						blkIRQs += q.Interrupts
+					}
 				}
 			}
-			if blk == nil || blk.Total() == 0 {
+			if blkIRQs == 0 {
 				t.Errorf("virtio-blk: no interrupts delivered into KVM's LAPIC: %+v", r.Devices)
 			}
 			if len(r.Sections) == 0 {
