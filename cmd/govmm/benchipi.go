@@ -117,6 +117,8 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	aligned := fs.Bool("aligned", false, "in cluster modes, multicast to APIC IDs C..C+N-1 (C the cluster width: 4 xAPIC, 16 x2APIC), "+
 		"the first cluster without the BSP, so N CPUs take the cluster-aligned minimum of ICR writes")
 	delList := fs.String("delivery", "plain,pveoi,avic", "comma-separated delivery paths: plain, pveoi, avic")
+	lapics := fs.String("lapic", "govmm,kvm", "comma-separated LAPICs: govmm (its own, every delivery path) and kvm (the same VM on KVM's "+
+		"in-kernel LAPIC, --lapic=kvm: delivery \""+benchreport.GovmmKVMLAPIC+"\", its exits KVM's own count; not for pv)")
 	rounds := fs.Int("rounds", 2, "IPIs per destination in each section (ipi.elf rounds=)")
 	guest := fs.String("guest", ipiGuestPath(), "the ipi.elf guest")
 	out := fs.String("out", "govmm-bench-ipi", "directory for report.md and report.csv")
@@ -137,6 +139,16 @@ func parseBenchIPIFlags(args []string, stderr io.Writer) (*ipiBench, string, err
 	}
 	if b.deliveries, err = parseDeliveries(*delList); err != nil {
 		return nil, "", err
+	}
+	govmmLAPIC, kvmLAPIC, err := parseLAPICs(*lapics)
+	if err != nil {
+		return nil, "", err
+	}
+	if !govmmLAPIC {
+		b.deliveries = nil
+	}
+	if kvmLAPIC {
+		b.deliveries = append(b.deliveries, benchreport.GovmmKVMLAPIC)
 	}
 	if b.dests, err = intList(*destList, 1, 1023, "--dests: %q is not a destination count from 1 to 1023"); err != nil {
 		return nil, "", err
@@ -165,6 +177,10 @@ func (b *ipiBench) run() (*benchreport.IPITable, error) {
 		guest := ipiBenchModes[m]
 		members, first := ipicost.Members(guest, b.cpus), ipicost.First(guest, b.aligned)
 		for _, del := range b.deliveries {
+			if del == benchreport.GovmmKVMLAPIC && m == "pv" {
+				i += len(b.dests) // govmm's PV send-IPI is its own LAPIC's
+				continue
+			}
 			row := func(kind string, dests int) benchreport.IPIRow {
 				r := benchreport.IPIRow{Mode: m, GuestMode: guest, Delivery: del, Kind: kind, Dests: dests, First: first, CPUs: b.cpus}
 				if kind == "unicast" {
@@ -273,12 +289,21 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	if b.aligned {
 		cmdline += " aligned=1"
 	}
-	if uni.Delivery != "plain" {
+	kvmLAPIC := uni.Delivery == benchreport.GovmmKVMLAPIC
+	if uni.Delivery != "plain" && !kvmLAPIC {
 		cmdline += " pveoi=1"
 	}
+	if kvmLAPIC {
+		// KVM picks a lowest-priority receiver by vector hashing, not by
+		// TPR (docs/apic-reference.md): a choice the architecture leaves.
+		cmdline += " lowprio=any"
+	}
 	con := &vmm.ConsoleLog{}
-	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
+	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: !kvmLAPIC,
 		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
+	if kvmLAPIC {
+		cfg.LAPIC = vmm.LAPICKVM
+	}
 	if !ipicost.X2APIC(guest) {
 		cfg.X2APIC = vmm.X2APICOff
 	}
@@ -315,18 +340,84 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	for _, s := range vm.Accounting().Sections() {
 		secs[s.ID] = s
 	}
-	if err := b.fill(&uni, secs[1], unicasts, recv[1]); err != nil {
+	fill := b.fill
+	if kvmLAPIC {
+		icrs := map[int]uint64{}
+		for _, m := range reIPISectionSends.FindAllStringSubmatch(log, -1) {
+			id, _ := strconv.Atoi(m[1])
+			icrs[id], _ = strconv.ParseUint(m[2], 10, 64)
+		}
+		fill = func(r *benchreport.IPIRow, sec accounting.Section, ipis uint64, guest ipirecv.Section) error {
+			return b.fillFromKVM(r, sec, ipis, icrs[sec.ID], guest)
+		}
+	}
+	if err := fill(&uni, secs[1], unicasts, recv[1]); err != nil {
 		return uni, multi, fmt.Errorf("section 1: %w", err)
 	}
 	var multicasts uint64
 	if multi.Dests > 0 {
 		multicasts = uint64(b.rounds)
 	}
-	if err := b.fill(&multi, secs[2], multicasts, recv[2]); err != nil {
+	if err := fill(&multi, secs[2], multicasts, recv[2]); err != nil {
 		return uni, multi, fmt.Errorf("section 2: %w", err)
 	}
 	return uni, multi, nil
 }
+
+// reIPISectionSends is ipi.elf's count of a section's ICR writes.
+var reIPISectionSends = regexp.MustCompile(`(?m)^# section (\d+) \S+: icr_sends=(\d+) `)
+
+// fillFromKVM is fill for a run on KVM's LAPIC (--lapic=kvm): the
+// section's exits are KVM's statistics (the guest's: KVM's exits less the
+// host's interrupts'), its deliveries the interrupts KVM injected into the
+// receivers, its ICR writes the guest's own count (icrs). A spinning
+// receiver's kick is a host interrupt there, not counted (recvWhy says
+// how many).
+func (b *ipiBench) fillFromKVM(r *benchreport.IPIRow, sec accounting.Section, ipis, icrs uint64, guest ipirecv.Section) error {
+	switch {
+	case len(sec.CPUs) != b.cpus:
+		return fmt.Errorf("govmm recorded no such section")
+	case sec.KVM == nil:
+		return fmt.Errorf("the section has no KVM statistics: %s", sec.KVMErr)
+	case len(guest) != b.cpus-1:
+		return fmt.Errorf("ipi.elf printed its receivers' counts for %d APs, not %d: rebuild it ('make guests')", len(guest), b.cpus-1)
+	}
+	var recv accounting.KVMCounts
+	for _, c := range sec.KVM[1:] {
+		for k, n := range c {
+			recv[k] += n
+		}
+	}
+	r.IPIs, r.Sends, r.SenderExit, r.RecvExit = ipis, icrs, sec.KVM[0].GuestExits(), recv.GuestExits()
+	r.Deliveries = recv[accounting.KVMIRQInjections]
+	r.RecvHLT, r.RecvWakeups = recv[accounting.KVMHaltExits], recv[accounting.KVMHaltWakeup]
+	r.RecvEOI = r.RecvExit - min(r.RecvExit, r.RecvHLT+recv[accounting.KVMIRQWindowExits])
+	g := guest.Sum()
+	r.GuestIRQs, r.GuestHLTs, r.GuestWakes, r.GuestEOIs, r.GuestPVEOIs = g.IRQs, g.HLTs, g.Wakes, g.EOIs, g.PVEOIs
+	if want := ipis * uint64(r.Dests); r.Deliveries != want {
+		return fmt.Errorf("%d IPIs to %d CPUs each: KVM injected %d interrupts on the APs, want %d", ipis, r.Dests, r.Deliveries, want)
+	}
+	ipiMinimum(r)
+	if per := r.SenderPerIPI(); above(per, r.SenderMin) {
+		r.SenderWhy = fmt.Sprintf("KVM counted %s sender exits per IPI (%d ICR writes per IPI by the guest's count)",
+			strconv.FormatFloat(per, 'f', -1, 64), icrs/max(ipis, 1))
+	}
+	if r.Deliveries > 0 && above(r.RecvPerDelivery(), r.RecvMin) {
+		r.RecvWhy = fmt.Sprintf("receivers' exits per delivery by KVM's statistics: halt %s, interrupt window %s, the rest (EOIs) %s",
+			perDelivery(r.RecvHLT, r.Deliveries), perDelivery(recv[accounting.KVMIRQWindowExits], r.Deliveries), perDelivery(r.RecvEOI, r.Deliveries))
+	}
+	if kicks := recv[accounting.KVMIRQExits]; kicks > 0 && r.Deliveries > 0 {
+		r.RecvWhy = strings.TrimPrefix(r.RecvWhy+"; ", "; ") + fmt.Sprintf("host interrupts (kicks among them), not counted: %s per delivery", perDelivery(kicks, r.Deliveries))
+	}
+	return nil
+}
+
+// perDelivery prints n per d.
+func perDelivery(n, d uint64) string { return strconv.FormatFloat(float64(n)/float64(d), 'f', -1, 64) }
+
+// above is true when v exceeds min (exact ratios of whole sections; the
+// epsilon absorbs float rounding).
+func above(v, min float64) bool { return v > min+1e-9 }
 
 // fill reads one section's accounting into r: ipis is how many IPIs the
 // guest sent in it, guest what its receiving CPUs counted themselves (by

@@ -203,15 +203,8 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	if b.deliveries, err = parseDeliveries(*delList); err != nil {
 		return nil, "", err
 	}
-	for _, l := range strings.Split(*lapics, ",") {
-		switch k, err := vmm.ParseLAPIC(strings.TrimSpace(l)); {
-		case err != nil:
-			return nil, "", err
-		case k == vmm.LAPICKVM:
-			b.kvmLAPIC = true
-		default:
-			b.govmmLAPIC = true
-		}
+	if b.govmmLAPIC, b.kvmLAPIC, err = parseLAPICs(*lapics); err != nil {
+		return nil, "", err
 	}
 	if b.guest, err = os.ReadFile(*guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)

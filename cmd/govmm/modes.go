@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/govmm/govmm/linuxguest"
+	"github.com/govmm/govmm/vmm"
 )
 
 // One vocabulary for the APIC modes: run, boot and map name them as
@@ -109,4 +110,17 @@ func parseNames(list string, aliases map[string]string, known func(string) bool,
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// parseLAPICs reads a bench command's --lapic list: whether it runs on
+// govmm's LAPIC, on KVM's (--lapic=kvm), or both.
+func parseLAPICs(list string) (govmm, kvm bool, err error) {
+	for _, l := range strings.Split(list, ",") {
+		k, err := vmm.ParseLAPIC(strings.TrimSpace(l))
+		if err != nil {
+			return false, false, err
+		}
+		govmm, kvm = govmm || k == vmm.LAPICGovmm, kvm || k == vmm.LAPICKVM
+	}
+	return govmm, kvm, nil
 }
