@@ -35,7 +35,7 @@ func TestBenchIPI(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"bench-ipi", "--cpus", "5", "--dests", "4,1,2", "--modes", "xapic-phys,x2apic-cluster",
+	status := run([]string{"bench-ipi", "--lapic", "govmm", "--cpus", "5", "--dests", "4,1,2", "--modes", "xapic-phys,x2apic-cluster",
 		"--delivery", "plain,avic", "--guest", guest, "--out", out}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("bench-ipi exited %d:\n%s", status, stderr.String())
@@ -125,7 +125,7 @@ func TestBenchIPIAligned(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"bench-ipi", "--aligned", "--cpus", "9", "--dests", "4,5,6", "--modes", "xapic-cluster",
+	status := run([]string{"bench-ipi", "--lapic", "govmm", "--aligned", "--cpus", "9", "--dests", "4,5,6", "--modes", "xapic-cluster",
 		"--delivery", "plain", "--guest", guest, "--out", out}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("bench-ipi exited %d:\n%s", status, stderr.String())

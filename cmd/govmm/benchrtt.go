@@ -41,8 +41,8 @@ Rows "kvm-lapic (govmm)" are the same VM and guest on KVM's in-kernel
 LAPIC (--lapic=kvm) in the same run: KVM delivers, halts (with its own
 halt polling) and wakes; their exits are KVM's statistics over the same
 sections, the guest's (KVM's exits less those for the host's own
-interrupts, where a spinning receiver's kick lands: shown apart, not
-counted). "vs KVM's in-kernel LAPIC" compares with those rows, or with
+interrupts, where a spinning receiver's kick lands: shown apart as
+host_irq_not_counted). "vs KVM's in-kernel LAPIC" compares with those rows, or with
 QEMU's ("kvm-lapic") where govmm's did not run.`
 
 // rttBench is one 'govmm bench-rtt' configuration.
@@ -402,7 +402,7 @@ func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
 		hlt, win := recv[accounting.KVMHaltExits], recv[accounting.KVMIRQWindowExits]
 		r.RecvByCause = map[string]uint64{"hlt": hlt, "irq_window": win,
 			"eoi_and_other": r.RecvExits - min(r.RecvExits, hlt+win),
-			"(not counted) irq_exits: kicks and host interrupts": recv[accounting.KVMIRQExits]}
+			"host_irq_not_counted": recv[accounting.KVMIRQExits]}
 		r.Wakeups, r.Polls, r.PollHits = recv[accounting.KVMHaltWakeup], recv[accounting.KVMHaltAttemptedPoll], recv[accounting.KVMHaltSuccessfulPoll]
 		return r, nil
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/vmm"
 )
 
 // TestBenchRTT runs 'govmm bench-rtt' in xAPIC and x2APIC physical mode,
@@ -33,7 +34,7 @@ func TestBenchRTT(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--rounds", "20", "--reps", "1", "--qemu", "",
+	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--delivery", "plain,avic", "--lapic", "govmm", "--rounds", "20", "--reps", "1", "--qemu", "",
 		"--guest", guest, "--out", out}, &stdout, &stderr)
 	if status != 0 {
 		t.Fatalf("bench-rtt exited %d:\n%s", status, stderr.String())
@@ -167,5 +168,57 @@ func TestRTTRowsFromConsole(t *testing.T) {
 	}
 	if _, err := rttRows("PASS rtt\n", func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{}, nil }); err == nil {
 		t.Error("a console without round-trip lines gave rows")
+	}
+}
+
+// TestBenchRTTOnKVMLAPIC runs 'govmm bench-rtt --lapic kvm': the same
+// round trips on KVM's in-kernel LAPIC, two rows per mode, their exits
+// KVM's statistics. Where KVM runs the guest's code (not an emulating
+// host, whose KVM counts its instruction emulation's exits too) they are
+// exact and the same as govmm's: the sender's ICR write (1 in x2APIC, 3
+// MMIO accesses in xAPIC) per round trip; a halted receiver's HLTs and
+// EOIs, each one the guest counted itself; a spinning receiver's EOIs and
+// interrupt windows only (its kick is a host interrupt, shown apart).
+func TestBenchRTTOnKVMLAPIC(t *testing.T) {
+	needKVM(t)
+	guest := rttGuestPath()
+	if _, err := os.Stat(guest); err != nil {
+		t.Skipf("SKIP: %s missing (run 'make guests'): %v", guest, err)
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	status := run([]string{"bench-rtt", "--modes", "xapic-phys,x2apic-phys", "--lapic", "kvm", "--rounds", "20", "--reps", "1", "--qemu", "", "--floor", "",
+		"--guest", guest, "--out", out}, &stdout, &stderr)
+	if status != 0 {
+		t.Fatalf("bench-rtt exited %d:\n%s", status, stderr.String())
+	}
+	recs, col := readReportCSV(t, out)
+	if len(recs) != 4 {
+		t.Fatalf("%d CSV rows, want 4 (2 modes x halted/spinning on KVM's LAPIC)", len(recs))
+	}
+	exact := !vmm.HostEmulates()
+	for _, r := range recs {
+		get, n := csvCells(t, r, col)
+		name := get("mode") + "/" + get("receiver")
+		if get("delivery") != benchreport.GovmmKVMLAPIC || n("rounds") != 20 || n("cycles") == 0 {
+			t.Errorf("%s: delivery %q, %d round trips, %d cycles", name, get("delivery"), n("rounds"), n("cycles"))
+			continue
+		}
+		if !exact {
+			continue
+		}
+		perICR := uint64(1)
+		if get("mode") == "xapic-phys" {
+			perICR = 3
+		}
+		if got := n("sender_exits"); got != 20*perICR {
+			t.Errorf("%s: KVM counted %d sender exits, want exactly %d", name, got, 20*perICR)
+		}
+		causes := recvCauses(t, get("receiver_exits_by_cause"), n("rounds"))
+		want := n("guest_hlts") + n("guest_eois") + causes["irq_window"]
+		if got := n("receiver_exits"); got != want || causes["hlt"] != n("guest_hlts") {
+			t.Errorf("%s: KVM counted %d receiver exits (%d HLT), want the guest's %d HLTs, %d EOIs and %d windows: %v",
+				name, got, causes["hlt"], n("guest_hlts"), n("guest_eois"), causes["irq_window"], causes)
+		}
 	}
 }

@@ -312,10 +312,12 @@ static void sec_end(const char *name, u32 icrs, u32 bsp_want, u32 member_want, u
 	printf("# %s: %s counted bsp_exits=%u all_exits=%u\n", name, kvm_lapic ? "KVM" : "govmm", govmm_bsp, govmm_all);
 	print_rc(name);
 	/* Where the BSP only sends, each of its exits is one APIC access it
-	 * counted itself: govmm must attribute exactly those to it, and so
-	 * must KVM's statistics with KVM's LAPIC (the host's own interrupts'
-	 * exits left out by govmm's marker). */
-	if (bsp_sends_only && govmm_bsp != bsp)
+	 * counted itself: govmm must attribute exactly those to it. KVM's
+	 * statistics (KVM's LAPIC; the host's own interrupts' exits left out
+	 * by govmm's marker) count at least those: exactly on KVM's SVM and
+	 * VMX code (govmm's tests check it), more where KVM emulates the
+	 * guest's kernel code (kvm_pvm). */
+	if (bsp_sends_only && (kvm_lapic ? govmm_bsp < bsp : govmm_bsp != bsp))
 		fail(name, "%s attributes %u exits to the BSP, which made %u APIC accesses", kvm_lapic ? "KVM" : "govmm", govmm_bsp, bsp);
 	if (bsp != bsp_want)
 		fail(name, "BSP made %u APIC accesses, want %u", bsp, bsp_want);
