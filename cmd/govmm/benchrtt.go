@@ -324,19 +324,9 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	if !ipicost.X2APIC(guest) {
 		cfg.X2APIC = vmm.X2APICOff
 	}
-	vm, err := vmm.New(cfg)
+	log, secs, err := b.runRTT(cfg, con)
 	if err != nil {
 		return nil, err
-	}
-	defer vm.Close()
-	res := vm.Run(b.timeout)
-	log := con.String()
-	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS rtt") {
-		return nil, fmt.Errorf("rtt.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
-	}
-	secs := map[int]accounting.Section{}
-	for _, s := range vm.Accounting().Sections() {
-		secs[s.ID] = s
 	}
 	return rttRows(log, func(section int) (benchreport.RTTRow, error) {
 		sec, ok := secs[section]
@@ -358,6 +348,26 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	})
 }
 
+// runRTT runs rtt.elf in the VM cfg describes (its console con) and
+// returns its console and govmm's sections by ID, or why it did not pass.
+func (b *rttBench) runRTT(cfg vmm.Config, con *vmm.ConsoleLog) (string, map[int]accounting.Section, error) {
+	vm, err := vmm.New(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	defer vm.Close()
+	res := vm.Run(b.timeout)
+	log := con.String()
+	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS rtt") {
+		return "", nil, fmt.Errorf("rtt.elf %q did not pass (status %d, %s, %v); its console:\n%s", cfg.Cmdline, res.Status, res.How, res.Err, log)
+	}
+	secs := map[int]accounting.Section{}
+	for _, s := range vm.Accounting().Sections() {
+		secs[s.ID] = s
+	}
+	return log, secs, nil
+}
+
 // oneOnKVM runs rtt.elf once in mode on KVM's in-kernel LAPIC (govmm
 // --lapic=kvm: the same VM, devices and guest, KVM's LAPIC, KVM's halt
 // polling) and returns its halted and spinning rows, their exits KVM's
@@ -374,19 +384,9 @@ func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
 	if !ipicost.X2APIC(guest) {
 		cfg.X2APIC = vmm.X2APICOff
 	}
-	vm, err := vmm.New(cfg)
+	log, secs, err := b.runRTT(cfg, con)
 	if err != nil {
 		return nil, err
-	}
-	defer vm.Close()
-	res := vm.Run(b.timeout)
-	log := con.String()
-	if res.Err != nil || res.Status != 1 || !strings.Contains(log, "PASS rtt") {
-		return nil, fmt.Errorf("rtt.elf %q did not pass (status %d, %s, %v); its console:\n%s", cmdline, res.Status, res.How, res.Err, log)
-	}
-	secs := map[int]accounting.Section{}
-	for _, s := range vm.Accounting().Sections() {
-		secs[s.ID] = s
 	}
 	return rttRows(log, func(section int) (benchreport.RTTRow, error) {
 		sec, ok := secs[section]
