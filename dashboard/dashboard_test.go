@@ -244,6 +244,12 @@ func TestMetrics(t *testing.T) {
 		return []accounting.QueueReport{{Queue: 1, Kicks: 5, Completed: 40, Interrupts: 2, Suppressed: 6}}
 	}
 	f.acct.Devices = []*accounting.DeviceIRQs{dev}
+	// A section on KVM's LAPIC (--lapic=kvm): KVM's statistics over it.
+	kvmNow := []accounting.KVMCounts{{}, {}, {}}
+	f.acct.KVM = func() ([]accounting.KVMCounts, error) { return append([]accounting.KVMCounts(nil), kvmNow...), nil }
+	f.acct.Mark(0, 4)
+	kvmNow[1][accounting.KVMHaltExits], kvmNow[2][accounting.KVMHaltExits] = 5, 6
+	f.acct.Mark(0, 0)
 	s := newServer(f, Options{})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -300,6 +306,7 @@ func TestMetrics(t *testing.T) {
 	want("govmm_virtqueue_events_total", map[string]string{"device": "virtio-blk", "queue": "1", "event": "completed"}, 40)
 	want("govmm_apic_tpr", map[string]string{"cpu": "0"}, 0x20)
 	want("govmm_info", map[string]string{"mode": "cluster x2apic"}, 1)
+	want("govmm_section_kvm_stat_total", map[string]string{"section": "4", "stat": "halt_exits"}, 11)
 	if fams["govmm_exits_total"].GetType().String() != "COUNTER" || fams["govmm_vcpu_state"].GetType().String() != "GAUGE" {
 		t.Errorf("types: exits %v, state %v", fams["govmm_exits_total"].GetType(), fams["govmm_vcpu_state"].GetType())
 	}

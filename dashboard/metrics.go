@@ -27,6 +27,7 @@ var (
 	descISR          = prometheus.NewDesc("govmm_apic_isr_vectors", "Vectors in service (ISR bits set) in the LAPIC.", []string{"cpu"}, nil)
 	descRemapFaults  = prometheus.NewDesc("govmm_remap_faults_total", "Interrupts the remapping unit blocked, by VT-d fault reason.", []string{"reason"}, nil)
 	descSectionExits = prometheus.NewDesc("govmm_section_exits_total", "Exits inside measured section (all vCPUs), by cause.", []string{"section", "cause"}, nil)
+	descSectionKVM   = prometheus.NewDesc("govmm_section_kvm_stat_total", "KVM's own per-vCPU statistics over a measured section (all vCPUs; VMs on KVM's LAPIC, --lapic=kvm), by statistic.", []string{"section", "stat"}, nil)
 	descInfo         = prometheus.NewDesc("govmm_info", "The VM: APIC mode, kernel and interrupt delivery path; always 1.", []string{"mode", "kernel", "delivery"}, nil)
 	descCPUs         = prometheus.NewDesc("govmm_vcpus", "Number of vCPUs.", nil, nil)
 	descStarted      = prometheus.NewDesc("govmm_start_time_seconds", "When the VM started, in Unix seconds.", nil, nil)
@@ -86,7 +87,7 @@ func (m counterMetric) collect(ch chan<- prometheus.Metric, v uint64, labels ...
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descExits, descIPIsSent, descIPIsDeliv, descState, descTPR, descPPR, descIRR, descISR,
-		descRemapFaults, descSectionExits, descInfo, descCPUs, descStarted, descPhase, descLatency, descDeviceIRQs, descDeviceHeld, descQueueEvents} {
+		descRemapFaults, descSectionExits, descSectionKVM, descInfo, descCPUs, descStarted, descPhase, descLatency, descDeviceIRQs, descDeviceHeld, descQueueEvents} {
 		ch <- d
 	}
 	for _, d := range counterFamilies {
@@ -181,14 +182,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		id    int
 		cause string
 	}
-	secs := map[secCause]uint64{}
+	secs, kvmStats := map[secCause]uint64{}, map[secCause]uint64{}
 	for _, s := range r.Sections {
 		for cause, n := range s.Total.ByCause {
 			secs[secCause{s.ID, cause}] += n
 		}
+		for stat, n := range s.KVMTotal {
+			kvmStats[secCause{s.ID, stat}] += n
+		}
 	}
 	for k, n := range secs {
 		counter(descSectionExits, n, strconv.Itoa(k.id), k.cause)
+	}
+	for k, n := range kvmStats {
+		counter(descSectionKVM, n, strconv.Itoa(k.id), k.cause)
 	}
 	info := c.src.Info()
 	gauge(descInfo, 1, info.Mode, info.Kernel, info.Delivery)
