@@ -281,9 +281,9 @@ func lateNote(late []string) string {
 // reIPIFirst is the summary's first multicast APIC ID (ipi.elf aligned=).
 var reIPIFirst = regexp.MustCompile(`# summary .* multicast_first=(\d+)`)
 
-// one runs ipi.elf once and fills the unicast (section 1) and multicast
-// (section 2) rows.
-func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, benchreport.IPIRow, error) {
+// vmConfig is the VM of one run of ipi.elf for the case of uni and multi:
+// its command line, and whether it is on KVM's LAPIC (--lapic=kvm).
+func (b *ipiBench) vmConfig(uni, multi benchreport.IPIRow, con *vmm.ConsoleLog) (vmm.Config, bool) {
 	guest := ipiBenchModes[uni.Mode]
 	cmdline := fmt.Sprintf("mode=%s rounds=%d dests=%d", guest, b.rounds, multi.Dests)
 	if b.aligned {
@@ -298,7 +298,6 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 		// TPR (docs/apic-reference.md): a choice the architecture leaves.
 		cmdline += " lowprio=any"
 	}
-	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: !kvmLAPIC,
 		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
 	if kvmLAPIC {
@@ -307,6 +306,15 @@ func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, bench
 	if !ipicost.X2APIC(guest) {
 		cfg.X2APIC = vmm.X2APICOff
 	}
+	return cfg, kvmLAPIC
+}
+
+// one runs ipi.elf once and fills the unicast (section 1) and multicast
+// (section 2) rows.
+func (b *ipiBench) one(uni, multi benchreport.IPIRow) (benchreport.IPIRow, benchreport.IPIRow, error) {
+	con := &vmm.ConsoleLog{}
+	cfg, kvmLAPIC := b.vmConfig(uni, multi, con)
+	cmdline := cfg.Cmdline
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return uni, multi, err

@@ -197,13 +197,7 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	if b.rounds < 1 || b.reps < 1 || b.gap < 0 || b.poll <= 0 {
 		return nil, "", fmt.Errorf("--rounds and --reps must be at least 1, --gap at least 0 and --halt-poll above 0")
 	}
-	if b.modes, err = parseIPIModes(*modeList); err != nil {
-		return nil, "", err
-	}
-	if b.deliveries, err = parseDeliveries(*delList); err != nil {
-		return nil, "", err
-	}
-	if b.govmmLAPIC, b.kvmLAPIC, err = parseLAPICs(*lapics); err != nil {
+	if err := b.parseLists(*modeList, *delList, *lapics); err != nil {
 		return nil, "", err
 	}
 	if b.guest, err = os.ReadFile(*guest); err != nil {
@@ -229,6 +223,18 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 		}
 	}
 	return b, *out, nil
+}
+
+// parseLists reads bench-rtt's --modes, --delivery and --lapic.
+func (b *rttBench) parseLists(modes, deliveries, lapics string) (err error) {
+	if b.modes, err = parseIPIModes(modes); err != nil {
+		return err
+	}
+	if b.deliveries, err = parseDeliveries(deliveries); err != nil {
+		return err
+	}
+	b.govmmLAPIC, b.kvmLAPIC, err = parseLAPICs(lapics)
+	return err
 }
 
 var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)` +
@@ -401,7 +407,7 @@ func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
 		r.SenderExits, r.RecvExits = bsp.GuestExits(), recv.GuestExits()
 		hlt, win := recv[accounting.KVMHaltExits], recv[accounting.KVMIRQWindowExits]
 		r.RecvByCause = map[string]uint64{"hlt": hlt, "irq_window": win,
-			"eoi_and_other": r.RecvExits - min(r.RecvExits, hlt+win),
+			"eoi_and_other":        r.RecvExits - min(r.RecvExits, hlt+win),
 			"host_irq_not_counted": recv[accounting.KVMIRQExits]}
 		r.Wakeups, r.Polls, r.PollHits = recv[accounting.KVMHaltWakeup], recv[accounting.KVMHaltAttemptedPoll], recv[accounting.KVMHaltSuccessfulPoll]
 		return r, nil
