@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govmm/govmm/accounting"
 	"github.com/govmm/govmm/benchreport"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/linuxguest"
@@ -46,6 +47,8 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	modeList := fs.String("modes", "off,physical,cluster,mixed,pv-ipi,pv-ipi+eoi", "comma-separated modes: off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi, cluster+avic; "+
 		"the other commands' names are taken too: xapic, x2apic-phys, x2apic-cluster (as --x2apic's), pv (pv-ipi), +pveoi (+eoi)")
 	ops := fs.Int("ops", 50, "operations per kind")
+	lapics := fs.String("lapic", "govmm", "comma-separated LAPICs: govmm (its own) and kvm (the same boot on KVM's in-kernel LAPIC, --lapic=kvm, "+
+		"rows MODE/kvm, their exits KVM's own count; not for the modes of govmm's PV send-IPI or AVIC-style delivery)")
 	out := fs.String("out", "govmm-bench", "directory for report.md, report.csv and the SVG plots")
 	timeout := fs.Duration("timeout", 30*time.Minute, "limit per boot")
 	if err := parseNoArgs(fs, args); err != nil {
@@ -55,15 +58,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	modes := strings.Split(*modeList, ",")
-	for i, m := range modes {
-		modes[i] = benchModeName(m)
-		if _, ok := benchModes[modes[i]]; !ok {
-			return 0, fmt.Errorf("--modes: unknown mode %q (want off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi or cluster+avic)", m)
-		}
-	}
 	if *ops < 1 {
 		return 0, fmt.Errorf("--ops must be at least 1")
+	}
+	runs, err := benchRuns(*modeList, *lapics)
+	if err != nil {
+		return 0, err
 	}
 	im, err := loadKernelImages()
 	if err != nil {
@@ -74,16 +74,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	rep := &benchreport.Report{Emulating: vmm.HostEmulates(),
 		Note: fmt.Sprintf("govmm's guest kernel, govmm.ipibench=%d, run %s.", *ops, time.Now().UTC().Format(time.RFC3339))}
-	total, i := len(modes)*len(cpus), 0
-	for _, m := range modes {
+	total, i := len(runs)*len(cpus), 0
+	for _, run := range runs {
 		for _, n := range cpus {
 			i++
-			fmt.Fprintf(stdout, "[%d/%d] %s, %d vCPUs: booting ... ", i, total, m, n)
+			fmt.Fprintf(stdout, "[%d/%d] %s, %d vCPUs: booting ... ", i, total, run.label(), n)
 			start := time.Now()
-			rows, err := benchOne(m, n, *ops, im, *timeout)
+			rows, err := benchOne(run, n, *ops, im, *timeout)
 			if err != nil {
 				fmt.Fprintln(stdout, "failed")
-				return 0, fmt.Errorf("%s on %d vCPUs: %w", m, n, err)
+				return 0, fmt.Errorf("%s on %d vCPUs: %w", run.label(), n, err)
 			}
 			rep.Rows = append(rep.Rows, rows...)
 			fmt.Fprintf(stdout, "%v", time.Since(start).Round(time.Second))
@@ -96,13 +96,54 @@ func cmdBench(args []string, stdout, stderr io.Writer) (int, error) {
 	return 0, writeBench(rep, *out, stdout)
 }
 
-func benchOne(mode string, cpus, ops int, im kernelImages, timeout time.Duration) ([]benchreport.Row, error) {
-	bm := benchModes[mode]
+// benchRuns reads bench's --modes and --lapic into its runs: each mode on
+// each LAPIC named, but on KVM's those of govmm's PV send-IPI and
+// AVIC-style delivery, which are govmm's LAPIC's.
+func benchRuns(modeList, lapics string) ([]benchRun, error) {
+	onGovmm, onKVM, err := parseLAPICs(lapics)
+	if err != nil {
+		return nil, err
+	}
+	var runs []benchRun
+	for _, name := range strings.Split(modeList, ",") {
+		m := benchModeName(name)
+		bm, ok := benchModes[m]
+		if !ok {
+			return nil, fmt.Errorf("--modes: unknown mode %q (want off, physical, cluster, mixed, pv-ipi, pv-ipi+eoi, cluster+eoi or cluster+avic)", name)
+		}
+		if onGovmm {
+			runs = append(runs, benchRun{m, vmm.LAPICGovmm})
+		}
+		if onKVM && !bm.pvIPI && !bm.avic {
+			runs = append(runs, benchRun{m, vmm.LAPICKVM})
+		}
+	}
+	return runs, nil
+}
+
+// benchRun is one configuration of 'govmm bench': a mode on a LAPIC.
+type benchRun struct {
+	mode  string
+	lapic vmm.LAPICKind
+}
+
+// label is the run's name in the report: the mode, and "/kvm" on KVM's
+// LAPIC.
+func (r benchRun) label() string {
+	if r.lapic == vmm.LAPICKVM {
+		return r.mode + "/kvm"
+	}
+	return r.mode
+}
+
+func benchOne(run benchRun, cpus, ops int, im kernelImages, timeout time.Duration) ([]benchreport.Row, error) {
+	mode := run.label()
+	bm := benchModes[run.mode]
 	m, err := linuxguest.CheckMode(bm.apic, cpus, true)
 	if err != nil {
 		return nil, err
 	}
-	b := kernelBench{mode: m, cpus: cpus, pvIPI: bm.pvIPI, pvEOI: bm.pvEOI, avic: bm.avic, cmdline: fmt.Sprintf("govmm.ipibench=%d", ops)}
+	b := kernelBench{mode: m, cpus: cpus, pvIPI: bm.pvIPI, pvEOI: bm.pvEOI, avic: bm.avic, lapic: run.lapic, cmdline: fmt.Sprintf("govmm.ipibench=%d", ops)}
 	log, sections, err := b.run(im, timeout)
 	if err != nil {
 		return nil, err
@@ -124,32 +165,69 @@ func benchOne(mode string, cpus, ops int, im kernelImages, timeout time.Duration
 			continue
 		}
 		r := benchreport.Row{Mode: mode, CPUs: cpus, Section: sec.ID, Kind: kinds[sec.ID], Ops: ops, Cycles: cycles[sec.ID]}
-		var recv [exitcause.NumCauses]uint64
-		for cpu, s := range sec.CPUs {
-			if cpu != sender {
-				for c, v := range s.Exits {
-					recv[c] += v
-				}
+		if run.lapic == vmm.LAPICKVM {
+			if err := kvmBenchRow(&r, sec, sender); err != nil {
+				return nil, err
 			}
-			e := float64(s.Total()) / float64(ops)
-			if cpu == sender {
-				r.SenderExit = e
-				for c, v := range s.Exits {
-					if exitcause.Cause(c).Class().IPISend() {
-						r.ICRPerOp += float64(v) / float64(ops)
-					}
-				}
-			} else {
-				r.RecvExit += e
-			}
+			rows = append(rows, r)
+			continue
 		}
-		r.RecvCauses = causesPerOp(recv[:], ops)
+		govmmBenchRow(&r, sec, sender)
 		rows = append(rows, r)
 	}
 	if len(rows) != 3 {
 		return nil, fmt.Errorf("the microbenchmark reported %d of its 3 sections (is govmm's kernel built with patch 0003?)", len(rows))
 	}
 	return rows, nil
+}
+
+// govmmBenchRow fills r from a section on govmm's LAPIC: its exits are
+// govmm's counts, the sender's ICR writes among them.
+func govmmBenchRow(r *benchreport.Row, sec accounting.Section, sender int) {
+	var recv [exitcause.NumCauses]uint64
+	for cpu, s := range sec.CPUs {
+		e := float64(s.Total()) / float64(r.Ops)
+		if cpu != sender {
+			for c, v := range s.Exits {
+				recv[c] += v
+			}
+			r.RecvExit += e
+			continue
+		}
+		r.SenderExit = e
+		for c, v := range s.Exits {
+			if exitcause.Cause(c).Class().IPISend() {
+				r.ICRPerOp += float64(v) / float64(r.Ops)
+			}
+		}
+	}
+	r.RecvCauses = causesPerOp(recv[:], r.Ops)
+}
+
+// kvmBenchRow fills r from a section on KVM's LAPIC: its exits are KVM's
+// statistics (the guest's: KVM's less those for the host's own
+// interrupts), the receivers' by what KVM says they were; the sender's
+// ICR writes are not told apart from its other exits there.
+func kvmBenchRow(r *benchreport.Row, sec accounting.Section, sender int) error {
+	if sec.KVM == nil {
+		return fmt.Errorf("section %d has no KVM statistics: %s", sec.ID, sec.KVMErr)
+	}
+	var recv accounting.KVMCounts
+	for cpu, c := range sec.KVM {
+		e := float64(c.GuestExits()) / float64(r.Ops)
+		if cpu == sender {
+			r.SenderExit = e
+			continue
+		}
+		r.RecvExit += e
+		for k, n := range c {
+			recv[k] += n
+		}
+	}
+	per := func(n uint64) string { return strconv.FormatFloat(float64(n)/float64(r.Ops), 'f', 2, 64) }
+	r.RecvCauses = fmt.Sprintf("kvm: halt %s irq_window %s injections %s host_irq_not_counted %s", per(recv[accounting.KVMHaltExits]),
+		per(recv[accounting.KVMIRQWindowExits]), per(recv[accounting.KVMIRQInjections]), per(recv[accounting.KVMIRQExits]))
+	return nil
 }
 
 // causesPerOp formats exits by cause per operation, the largest first,

@@ -19,9 +19,10 @@ type kernelBench struct {
 	mode               linuxguest.Mode
 	cpus               int
 	pvIPI, pvEOI, avic bool
-	cmdline            string   // the measurement's parameters
-	disk               string   // a virtio-blk image, if any
-	shell              []string // commands for the u-root shell and their expected output (linuxguest.ShellCommands)
+	lapic              vmm.LAPICKind // whose LAPIC (--lapic): govmm's or KVM's
+	cmdline            string        // the measurement's parameters
+	disk               string        // a virtio-blk image, if any
+	shell              []string      // commands for the u-root shell and their expected output (linuxguest.ShellCommands)
 }
 
 // kernelImages are govmm's guest kernel and initramfs, read once.
@@ -60,7 +61,7 @@ func (b kernelBench) run(im kernelImages, timeout time.Duration) (string, []acco
 	}
 	defer script.Close()
 	cfg.Kernel, cfg.Initrd, cfg.Console, cfg.MemSize, cfg.PVEOI, cfg.AVIC = im.kernel, im.initrd, con, benchMemSize(b.cpus), b.pvEOI, b.avic
-	cfg.ConsoleInput = script
+	cfg.ConsoleInput, cfg.LAPIC = script, b.lapic
 	if b.disk != "" {
 		cfg.Disk = vmm.Disk{Path: b.disk}
 	}
