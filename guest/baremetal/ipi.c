@@ -4,6 +4,7 @@
  *          rounds=R (default 2)  lowprio=strict|any (default strict)
  *          bcast=logical|phys (default: logical in logical modes)
  *          dests=N (default: every member AP) aligned=1 pveoi=1
+ *          sections=2 (stop after section 2, then check every CPU's counts)
  *          gap=G (TSC cycles a receiver has been halted before an IPI
  *          or a section marker; default 100000000 (40 ms at 2.5 GHz: a
  *          nested host under -race held a vCPU thread past 10000000 once,
@@ -481,6 +482,12 @@ void test_main(void)
 	}
 	sec_end("section 2 multicast", icrs, k * icrs, rounds, 0, 1);
 	part_min = 1, part_max = MAX_CPUS;
+	/* sections=2: sections 1 and 2 only, then the per-CPU check (what
+	 * govmm bench-ipi reads; on KVM's LAPIC in the nested AMD-V host,
+	 * which delivers a self-included broadcast twice now and then, the
+	 * other sections are no use to it). */
+	if (param_u32("sections", 5) <= 2)
+		goto measured;
 
 	/* ---- section 3: broadcast ---- */
 	sec_begin(3);
@@ -563,6 +570,7 @@ void test_main(void)
 	}
 
 	/* ---- every CPU got exactly what was sent to it ---- */
+measured:
 	delay(TSC_SEC / 20);
 	u32 bad = 0;
 	for (u32 v = 0; v < NV; v++)
