@@ -65,8 +65,8 @@ type VM struct {
 	// --lapic=kvm (Config.LAPIC); nil otherwise, and apics is then set.
 	kvmLAPICs *routing.KVMLAPICs
 	// kstats are the vCPUs' KVM statistics (KVM_GET_STATS_FD), opened
-	// with them; nil where the host has none. Reading one is a pread,
-	// safe from any thread.
+	// with them under --lapic=kvm; nil otherwise. Reading one is a
+	// pread, safe from any thread.
 	kstats []*kvm.Stats
 	pv     pvUnits
 	serial *devices.Serial
@@ -445,11 +445,11 @@ func (vm *VM) setupDevices() error {
 // most of the exits there, and without its statistics a section would
 // count only govmm's share, so a host without them is refused.
 func (vm *VM) openKVMStats() error {
+	if vm.cfg.LAPIC != LAPICKVM {
+		return nil // govmm's LAPIC: its own counts (and no fd per vCPU more)
+	}
 	if vm.sys.CheckExtension(kvm.CapBinaryStatsFD) == 0 {
-		if vm.cfg.LAPIC == LAPICKVM {
-			return fmt.Errorf("%w: this host's KVM lacks KVM_CAP_BINARY_STATS_FD, which --lapic=kvm needs to count the exits KVM serves", kvm.ErrNoKVM)
-		}
-		return nil
+		return fmt.Errorf("%w: this host's KVM lacks KVM_CAP_BINARY_STATS_FD, which --lapic=kvm needs to count the exits KVM serves", kvm.ErrNoKVM)
 	}
 	vm.kstats = make([]*kvm.Stats, len(vm.kvcpu))
 	for i, c := range vm.kvcpu {
@@ -459,9 +459,7 @@ func (vm *VM) openKVMStats() error {
 		}
 		vm.kstats[i] = s
 	}
-	if vm.cfg.LAPIC == LAPICKVM {
-		vm.acct.KVM = vm.sampleKVM
-	}
+	vm.acct.KVM = vm.sampleKVM
 	return nil
 }
 
@@ -487,9 +485,6 @@ func (vm *VM) sampleKVM() ([]accounting.KVMCounts, error) {
 func (vm *VM) halted(cpu int) bool {
 	if vm.apics != nil {
 		return vm.cpus[cpu].State() == vcpu.StateHalted
-	}
-	if vm.kstats == nil {
-		return true // no way to know: the guest's own pacing must do
 	}
 	v, err := vm.kstats[cpu].Value("blocking")
 	return err != nil || v != 0
