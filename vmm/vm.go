@@ -486,6 +486,8 @@ func (vm *VM) halted(cpu int) bool {
 	if vm.apics != nil {
 		return vm.cpus[cpu].State() == vcpu.StateHalted
 	}
+	// A KVM without the statistic (before Linux 5.16) answers yes: the
+	// guest's own pacing (ipi.elf's gap) is then all there is.
 	v, err := vm.kstats[cpu].Value("blocking")
 	return err != nil || v != 0
 }
