@@ -436,7 +436,7 @@ seeds-vtx: build kernel initramfs nested-deps
 	  $(VTX_DIR)/govmm bench-seeds pv-ipi --out /tmp/seeds $(or $(SEEDS_FLAGS),--loops 500)
 
 VTX_DIR   := $(CACHE)/nested/vtx
-VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase)$$
+VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase|TestLAPICDifferential|TestKVMLAPICRefuses)$$
 # Left out of CI's subset: on the VT-x host an NMI is now and then never
 # delivered though KVM_NMI took it (ipi.elf's section 5 in
 # TestIPIExitCounts, the first round of nmi.elf in TestMultipleNMI):
@@ -445,7 +445,7 @@ VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBrin
 VTX_SKIP  ?=
 VTX_MODES ?= cluster
 VTX_TIMEOUT ?= 80m
-VTX_FULL_RUN := ^(TestMultipleNMI|TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
+VTX_FULL_RUN := ^(TestLAPICDifferential|TestKVMLAPICRefuses|TestMultipleNMI|TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
 nested-vtx: guests kernel initramfs build nested-deps test-tools
 	@mkdir -p $(VTX_DIR) $(TESTLOG) && rm -f $(TESTLOG)/vtx.json
 	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
