@@ -36,5 +36,14 @@ for m in $modes; do
 	echo "== vtx: govmm boot --x2apic=$m --cpus 2 (govmm's kernel to the u-root shell)"
 	"$govmm" boot --quiet --x2apic="$m" --cpus 2 --exec irqstat || no "boot --x2apic=$m"
 done
+# Linux on KVM's in-kernel LAPIC (--lapic=kvm) in every mode: here, since
+# in the nested AMD-V host KVM's LAPIC delivers an interrupt twice now and
+# then, which crashes Linux (docs/hosts.md; TestBootOnKVMLAPIC skips there).
+if [ -n "$modes" ]; then
+	for m in off physical cluster mixed; do
+		echo "== vtx: govmm boot --lapic=kvm --x2apic=$m --cpus 2 (KVM's LAPIC, to the u-root shell)"
+		"$govmm" boot --quiet --lapic=kvm --x2apic="$m" --cpus 2 --exec 'irqstat; ipibench -n 10' || no "boot --lapic=kvm --x2apic=$m"
+	done
+fi
 [ $fail = 0 ] && echo "== vtx: PASS" || echo "== vtx: FAILED"
 exit $fail

@@ -119,11 +119,15 @@ func TestKVMLAPICRefuses(t *testing.T) {
 }
 
 // TestBootOnKVMLAPIC boots govmm's kernel in every APIC mode on KVM's
-// LAPIC, the IOAPIC, remapping unit and virtio devices govmm's: the
+// LAPIC (in the nested hosts scripts/vtx-suite.sh does it on VT-x instead), the IOAPIC, remapping unit and virtio devices govmm's: the
 // kernel's log names the mode, the disk written and read back, the
 // microbenchmark's sections counted by KVM's statistics, and device
 // interrupts delivered through KVM_SIGNAL_MSI.
 func TestBootOnKVMLAPIC(t *testing.T) {
+	if hostprobe.DetectEmulator() == hostprobe.QEMUTCG {
+		t.Skip("SKIP: KVM's LAPIC in the nested AMD-V host (QEMU TCG) delivers an interrupt twice now and then; a second timer interrupt " +
+			"on the first instruction of the first one's entry crashed Linux (docs/hosts.md): the nested VT-x suite boots every mode on KVM's LAPIC")
+	}
 	t.Parallel()
 	kernel := filepath.Join(cacheDir(), "linux", "vmlinux")
 	for _, mode := range []string{"off", "physical", "cluster", "mixed"} {
