@@ -175,7 +175,7 @@ func TestRTTRowsFromConsole(t *testing.T) {
 // round trips on KVM's in-kernel LAPIC, two rows per mode, their exits
 // KVM's statistics. Where KVM runs the guest's code (not an emulating
 // host, whose KVM counts its instruction emulation's exits too) they are
-// exact and the same as govmm's: the sender's ICR write (1 in x2APIC, 3
+// govmm's, but for a page's first touch or a PAUSE loop now and then: the sender's ICR write (1 in x2APIC, 3
 // MMIO accesses in xAPIC) per round trip; a halted receiver's HLTs and
 // EOIs, each one the guest counted itself; a spinning receiver's EOIs and
 // interrupt windows only (its kick is a host interrupt, shown apart).
@@ -211,14 +211,19 @@ func TestBenchRTTOnKVMLAPIC(t *testing.T) {
 		if get("mode") == "xapic-phys" {
 			perICR = 3
 		}
-		if got := n("sender_exits"); got != 20*perICR {
-			t.Errorf("%s: KVM counted %d sender exits, want exactly %d", name, got, 20*perICR)
+		// KVM's statistics count every exit KVM took: besides the IPI's,
+		// a nested page's first touch or a PAUSE loop's, which they do not
+		// tell apart (the CI of stop 47 saw one such in a section). At most
+		// slack of those per section; govmm's own counts are exact.
+		const slack = 2
+		if got := n("sender_exits"); got < 20*perICR || got > 20*perICR+slack {
+			t.Errorf("%s: KVM counted %d sender exits, want %d (its ICR writes) and at most %d others", name, got, 20*perICR, slack)
 		}
 		causes := recvCauses(t, get("receiver_exits_by_cause"), n("rounds"))
 		want := n("guest_hlts") + n("guest_eois") + causes["irq_window"]
-		if got := n("receiver_exits"); got != want || causes["hlt"] != n("guest_hlts") {
-			t.Errorf("%s: KVM counted %d receiver exits (%d HLT), want the guest's %d HLTs, %d EOIs and %d windows: %v",
-				name, got, causes["hlt"], n("guest_hlts"), n("guest_eois"), causes["irq_window"], causes)
+		if got := n("receiver_exits"); got < want || got > want+slack || causes["hlt"] != n("guest_hlts") {
+			t.Errorf("%s: KVM counted %d receiver exits (%d HLT), want the guest's %d HLTs, %d EOIs and %d windows and at most %d others: %v",
+				name, got, causes["hlt"], n("guest_hlts"), n("guest_eois"), causes["irq_window"], slack, causes)
 		}
 	}
 }
