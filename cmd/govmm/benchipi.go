@@ -293,12 +293,12 @@ func (b *ipiBench) vmConfig(uni, multi benchreport.IPIRow, con *vmm.ConsoleLog) 
 	if uni.Delivery != "plain" && !kvmLAPIC {
 		cmdline += " pveoi=1"
 	}
-	if kvmLAPIC {
-		// Sections 1 and 2 only: KVM's LAPIC in the nested AMD-V host
-		// delivers ipi.elf's self-included broadcast twice now and then
-		// (docs/hosts.md), and the table reads no other section.
-		cmdline += " sections=2"
-	}
+	// Sections 1 and 2 only, which the table reads: the others are the
+	// tests' (TestIPIExitCounts), and on the nested hosts they meet the
+	// hosts' errata (docs/hosts.md: Bochs 2.7 loses an NMI of section 5;
+	// KVM's LAPIC under QEMU TCG delivers section 3's self-included
+	// broadcast twice now and then).
+	cmdline += " sections=2"
 	cfg := vmm.Config{CPUs: b.cpus, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: !kvmLAPIC,
 		PVEOI: uni.Delivery == "pveoi", AVIC: uni.Delivery == "avic"}
 	if kvmLAPIC {
