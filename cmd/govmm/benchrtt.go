@@ -327,10 +327,7 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	if poll {
 		cfg.HaltPoll = b.poll
 	}
-	if !ipicost.X2APIC(guest) {
-		cfg.X2APIC = vmm.X2APICOff
-	}
-	log, secs, err := b.runRTT(cfg, con)
+	log, secs, err := b.runRTT(cfg, con, guest)
 	if err != nil {
 		return nil, err
 	}
@@ -354,9 +351,13 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	})
 }
 
-// runRTT runs rtt.elf in the VM cfg describes (its console con) and
-// returns its console and govmm's sections by ID, or why it did not pass.
-func (b *rttBench) runRTT(cfg vmm.Config, con *vmm.ConsoleLog) (string, map[int]accounting.Section, error) {
+// runRTT runs rtt.elf in guest mode guest in the VM cfg describes (its
+// console con; x2APIC hidden for an xAPIC mode) and returns its console and
+// govmm's sections by ID, or why it did not pass.
+func (b *rttBench) runRTT(cfg vmm.Config, con *vmm.ConsoleLog, guest string) (string, map[int]accounting.Section, error) {
+	if !ipicost.X2APIC(guest) {
+		cfg.X2APIC = vmm.X2APICOff
+	}
 	vm, err := vmm.New(cfg)
 	if err != nil {
 		return "", nil, err
@@ -387,10 +388,7 @@ func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
 	cmdline := fmt.Sprintf("mode=%s rounds=%d gap=%d", guest, b.rounds, b.gap)
 	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: 2, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, LAPIC: vmm.LAPICKVM, CPUAffinity: b.affinity}
-	if !ipicost.X2APIC(guest) {
-		cfg.X2APIC = vmm.X2APICOff
-	}
-	log, secs, err := b.runRTT(cfg, con)
+	log, secs, err := b.runRTT(cfg, con, guest)
 	if err != nil {
 		return nil, err
 	}
