@@ -76,21 +76,12 @@ func NewKVMLAPICs(vm KVMIRQ, cpus int, fail func(error)) *KVMLAPICs {
 	return &KVMLAPICs{vm: vm, cpus: cpus, Fail: fail}
 }
 
-// EncodeMSI is m as the MSI KVM takes: compatibility format, destination
-// bits 7:0 in address bits 19:12 and, with KVM_X2APIC_API_USE_32BIT_IDS,
-// bits 31:8 in address_hi (MSI_ADDR_EXT_DEST_ID in KVM's kvm_set_msi_irq).
+// EncodeMSI is m as the MSI KVM takes: compatibility format
+// (vlapic.EncodeCompatMSI), destination bits 31:8 in address_hi, as KVM
+// reads them with KVM_X2APIC_API_USE_32BIT_IDS (MSI_ADDR_EXT_DEST_ID in
+// kvm_set_msi_irq).
 func EncodeMSI(m vlapic.Message) kvm.MSI {
-	lo := uint32(vlapic.MSIAddrBase) | (m.Dest&0xFF)<<12
-	if m.DestMode == vlapic.Logical {
-		lo |= 1 << 2
-	}
-	data := uint32(m.Vector) | uint32(m.Delivery)<<8
-	if m.Assert {
-		data |= 1 << 14
-	}
-	if m.Trigger == vlapic.Level {
-		data |= 1 << 15
-	}
+	lo, data := vlapic.EncodeCompatMSI(m)
 	return kvm.MSI{AddressLo: lo, AddressHi: m.Dest &^ 0xFF, Data: data}
 }
 

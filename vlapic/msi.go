@@ -51,6 +51,26 @@ func DecodeCompatMSI(addr, data uint32) Message {
 	return m
 }
 
+// EncodeCompatMSI is DecodeCompatMSI's inverse for m's low 8 destination
+// bits: the compatibility-format address (in the interrupt range, RH
+// clear) and data of m. The level bit is m.Assert, the trigger bit
+// m.Trigger. A destination above 0xFF needs an address form of its own
+// (KVM's address_hi with KVM_X2APIC_API_USE_32BIT_IDS, routing.EncodeMSI).
+func EncodeCompatMSI(m Message) (addr, data uint32) {
+	addr = MSIAddrBase | (m.Dest&0xFF)<<12
+	if m.DestMode == Logical {
+		addr |= msiAddrDestMode
+	}
+	data = uint32(m.Vector) | uint32(m.Delivery)<<8
+	if m.Assert {
+		data |= msiDataAssert
+	}
+	if m.Trigger == Level {
+		data |= msiDataTrigger
+	}
+	return addr, data
+}
+
 // RedirectionHint applies an MSI's or IRTE's RH bit: with a logical
 // destination, a fixed interrupt goes to one CPU of the set, i.e. lowest
 // priority (what KVM does with msi_redir_hint). A physical destination
