@@ -29,7 +29,7 @@ func TestX2APICHandoff(t *testing.T) {
 	} {
 		bus := vlapic.NewBus(tc.cpus, nil, nil, vlapic.Options{X2APIC: tc.x2})
 		var synced []int
-		if err := x2APICHandoff(bus, tc.x2, tc.always, func(i int, base uint64) error {
+		if err := x2APICHandoff(tc.cpus, bus, tc.x2, tc.always, func(i int, base uint64) error {
 			if base&vlapic.BaseEXTD == 0 {
 				t.Errorf("%d CPUs: KVM's APIC_BASE of CPU %d given as %#x", tc.cpus, i, base)
 			}
@@ -52,5 +52,24 @@ func TestX2APICHandoff(t *testing.T) {
 		if bus.LAPIC(0).Base()&vlapic.BaseBSP == 0 {
 			t.Errorf("%d CPUs: CPU 0 lost BSP", tc.cpus)
 		}
+	}
+}
+
+// With KVM's LAPIC (no govmm LAPICs) the hand-off writes KVM's APIC_BASE
+// alone, at its reset value with EXTD: enabled, x2APIC, BSP on CPU 0 only.
+func TestX2APICHandoffKVMLAPIC(t *testing.T) {
+	var bases []uint64
+	if err := x2APICHandoff(288, nil, true, false, func(i int, base uint64) error {
+		bases = append(bases, base)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := uint64(vlapic.DefaultBase) | vlapic.BaseEN | vlapic.BaseEXTD
+	if len(bases) != 288 || bases[0] != want|vlapic.BaseBSP || bases[1] != want || bases[287] != want {
+		t.Errorf("%d bases, CPU 0 %#x, 1 %#x; want 288, %#x and %#x", len(bases), bases[0], bases[1], want|vlapic.BaseBSP, want)
+	}
+	if err := x2APICHandoff(64, nil, true, false, func(int, uint64) error { t.Error("handed over 64 CPUs"); return nil }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -59,8 +59,8 @@ type VM struct {
 	stamps *stampClock
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
-	bus    exitbus.Bus
-	plat   *routing.Platform
+	bus  exitbus.Bus
+	plat *routing.Platform
 	// kvmLAPICs carries device interrupts into KVM's LAPICs under
 	// --lapic=kvm (Config.LAPIC); nil otherwise, and apics is then set.
 	kvmLAPICs *routing.KVMLAPICs
@@ -383,11 +383,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	// After KVM_SET_CPUID2: KVM takes EXTD in APIC_BASE only from a vCPU
 	// whose CPUID shows x2APIC (kvm_set_apic_base's reserved bits).
 	setBase := func(i int, base uint64) error { return vm.kvcpu[i].SetMSR(vlapic.MSRAPICBase, base) }
-	if vm.apics == nil {
-		if err := kvmX2APICHandoff(n, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
-			return err
-		}
-	} else if err := x2APICHandoff(vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
+	if err := x2APICHandoff(n, vm.apics, vm.cfg.X2APIC == X2APICOn, vm.cfg.X2APICAtReset, setBase); err != nil {
 		return err
 	}
 	if err := vm.openKVMStats(); err != nil {
@@ -750,34 +746,25 @@ func (vm *VM) TSCDeadline() bool { return vm.tscDeadline }
 // the mode (SDM 11.12.5.1), so the APs stay in x2APIC through their
 // start-up. x2 says whether x2APIC is offered, always whether to hand
 // over in x2APIC mode at any size (Config.X2APICAtReset); kvmBase hands
-// CPU i's new APIC_BASE to KVM's copy (as routing's APIC_BASE handler does).
-// kvmX2APICHandoff is x2APICHandoff for KVM's LAPICs (--lapic=kvm), of
-// n vCPUs: KVM's own APIC_BASE is the only copy.
-func kvmX2APICHandoff(n int, x2, always bool, kvmBase func(i int, base uint64) error) error {
+// CPU i's new APIC_BASE to KVM's copy (as routing's APIC_BASE handler does),
+// which with KVM's LAPIC (apics nil) is the only one. n is the VM's vCPUs.
+func x2APICHandoff(n int, apics *vlapic.Bus, x2, always bool, kvmBase func(i int, base uint64) error) error {
 	if !x2 || n <= 255 && !always {
 		return nil
 	}
 	for i := range n {
+		// KVM's LAPIC (apics nil, --lapic=kvm): its APIC_BASE is the only
+		// copy, at its reset value.
 		base := uint64(vlapic.DefaultBase) | vlapic.BaseEN | vlapic.BaseEXTD
 		if i == 0 {
 			base |= vlapic.BaseBSP
 		}
-		if err := kvmBase(i, base); err != nil {
-			return fmt.Errorf("vCPU %d: APIC_BASE %#x at hand-off, in KVM's LAPIC: %w", i, base, err)
-		}
-	}
-	return nil
-}
-
-func x2APICHandoff(apics *vlapic.Bus, x2, always bool, kvmBase func(i int, base uint64) error) error {
-	if !x2 || apics.Len() <= 255 && !always {
-		return nil
-	}
-	for i := range apics.Len() {
-		a := apics.LAPIC(i)
-		base := a.Base() | vlapic.BaseEXTD
-		if err := a.SetBase(base); err != nil {
-			return fmt.Errorf("vCPU %d: x2APIC at hand-off: %w", i, err)
+		if apics != nil {
+			a := apics.LAPIC(i)
+			base = a.Base() | vlapic.BaseEXTD
+			if err := a.SetBase(base); err != nil {
+				return fmt.Errorf("vCPU %d: x2APIC at hand-off: %w", i, err)
+			}
 		}
 		if err := kvmBase(i, base); err != nil {
 			return fmt.Errorf("vCPU %d: APIC_BASE %#x at hand-off, KVM's copy: %w", i, base, err)
