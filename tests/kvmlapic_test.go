@@ -136,14 +136,9 @@ func TestBootOnKVMLAPIC(t *testing.T) {
 			disk := makeDisk(t, map[string]string{"host.txt": "written by the host for mode " + mode + "\n"}, 16, 24)
 			edit := func(c *vmm.Config) { c.Disk = vmm.Disk{Path: disk.path}; onKVMLAPIC(c) }
 			lr := bootLinuxEdit(t, kernel, true, mode, 2, false, edit,
-				linuxguest.ShellCommands("echo govmm-$((40+2))", `govmm-42`,
-					"mkdir /mnt", `\n\$ `,
-					"mount -t ext2 /dev/vda /mnt", `\n\$ `,
-					"cat /mnt/host.txt", `written by the host for mode `+mode,
-					"echo guest-$((6*7)) > /mnt/guest.txt", `\n\$ `,
-					"umount /mnt", `\n\$ `,
+				linuxguest.ShellCommands(append(diskShellSteps(mode),
 					"irqstat", `CAL .*total`,
-					"ipibench -n 20", `\n\$ `)...)
+					"ipibench -n 20", `\n\$ `)...)...)
 			if got, ok := readDiskFile(t, disk, "guest.txt"); got != "guest-42\n" {
 				t.Errorf("the guest's file reads back %q (found %v), want %q", got, ok, "guest-42\n")
 			}

@@ -389,15 +389,10 @@ func TestBootGovmmKernel(t *testing.T) {
 			// In the shell: arithmetic (so the echoed command line cannot
 			// match), the disk, then govmm's irqstat (a Go program reading /proc).
 			lr := bootLinuxEdit(t, kernel, true, mode, 2, false, edit,
-				linuxguest.ShellCommands("echo govmm-$((40+2))", `govmm-42`,
-					"mkdir /mnt", `\n\$ `,
-					"mount -t ext2 /dev/vda /mnt", `\n\$ `,
-					"cat /mnt/host.txt", `written by the host for mode `+mode,
-					"echo guest-$((6*7)) > /mnt/guest.txt", `\n\$ `,
-					"umount /mnt", `\n\$ `,
+				linuxguest.ShellCommands(append(diskShellSteps(mode),
 					fmt.Sprintf("blkbench -n 20 -depth 2 -rw both -offset %d -size %d", off, n), `blkbench: cpu 1 interrupts \d+`,
 					"irqstat", `CAL .*total`,
-					"ipibench -storm -n 100", `govmm counted \d+ IPIs`)...)
+					"ipibench -storm -n 100", `govmm counted \d+ IPIs`)...)...)
 			checkStorm(t, lr, 2, 100)
 			if got, ok := readDiskFile(t, disk, "guest.txt"); got != "guest-42\n" {
 				t.Errorf("the guest's file reads back %q (found %v), want %q", got, ok, "guest-42\n")
@@ -443,6 +438,19 @@ func TestBootGovmmKernel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// diskShellSteps are the shell's steps with the test disk of mode (made
+// with host.txt): arithmetic (so the echoed command line cannot match),
+// host.txt read back, guest.txt written, the disk unmounted; command and
+// expected output alternating, as linuxguest.ShellCommands takes them.
+func diskShellSteps(mode string) []string {
+	return []string{"echo govmm-$((40+2))", `govmm-42`,
+		"mkdir /mnt", `\n\$ `,
+		"mount -t ext2 /dev/vda /mnt", `\n\$ `,
+		"cat /mnt/host.txt", `written by the host for mode ` + mode,
+		"echo guest-$((6*7)) > /mnt/guest.txt", `\n\$ `,
+		"umount /mnt", `\n\$ `}
 }
 
 // With the CPUs handed over in x2APIC mode, as firmware does above 254
