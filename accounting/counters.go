@@ -40,6 +40,10 @@ type CPUCounters[T any] struct {
 	// Injected does not include withdrawn injections (Withdraw).
 	Injected T `json:"injected" metric:"govmm_injected_total" help:"Vectors injected into the vCPU with KVM_INTERRUPT." column:"injected"`
 	NMIs     T `json:"nmis,omitempty" metric:"govmm_nmis_injected_total" help:"NMIs injected into the vCPU."`
+	SMIs     T `json:"smis,omitempty" metric:"govmm_smis_injected_total" help:"SMIs injected into the vCPU (KVM_SMI): it entered SMM." listed:"smis_injected"`
+	// SMIsDropped: the host's KVM has no SMM (KVM_CAP_X86_SMM), so an SMI
+	// the LAPIC accepted cannot be delivered; counted and reported.
+	SMIsDropped T `json:"smis_dropped,omitempty" metric:"govmm_smis_dropped_total" help:"SMIs accepted that the host's KVM (no SMM) could not take." listed:"smis_dropped_no_smm"`
 	// KicksSent are AVIC's doorbells among others.
 	KicksSent T `json:"kicks_sent" metric:"govmm_kicks_total" help:"Kicks (signal + immediate_exit) aimed at the vCPU." column:"kicked"`
 	// KicksFailed: the target may run blind until its next exit.
@@ -153,6 +157,15 @@ func (v *VCPU) KickFailed() { v.KicksFailed.Add(1) }
 
 // NMIInjected counts an NMI injected into the vCPU.
 func (v *VCPU) NMIInjected() { v.NMIs.Add(1) }
+
+// SMI counts an SMI injected (taken) or dropped for want of SMM.
+func (v *VCPU) SMI(taken bool) {
+	if taken {
+		v.SMIs.Add(1)
+	} else {
+		v.SMIsDropped.Add(1)
+	}
+}
 
 // Snapshot is a plain copy of a vCPU's counters.
 type Snapshot struct {

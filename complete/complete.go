@@ -170,8 +170,8 @@ func (u *Unit) complete(events fmt.Stringer) error {
 				seen = fmt.Sprintf("; guest memory at CS base: % x", b)
 			}
 		}
-		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x) in %d-bit mode, and govmm does not complete it%s; the vCPU's last events: %v",
-			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, mode, seen, events)
+		return fmt.Errorf("KVM could not emulate %q (% x) at CS:RIP %#x:%#x (CS base %#x, CR0 %#x, CR4 %#x, EFER %#x, RFLAGS %#x) in %d-bit mode, and govmm does not complete it%s; the vCPU's last events: %v",
+			x86asm.IntelSyntax(inst, regs.RIP, nil), code[:inst.Len], sregs.CS.Selector, regs.RIP, sregs.CS.Base, sregs.CR0, sregs.CR4, sregs.EFER, regs.RFLAGS, mode, seen, events)
 	}
 	u.count(exitcause.RecoverOther)
 	regs.RIP += uint64(inst.Len)

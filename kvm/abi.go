@@ -72,6 +72,8 @@ const (
 	CapSplitIRQChip      = 121
 	CapX2APICAPI         = 129
 	CapTSCDeadlineTimer  = 72
+	CapX86SMM            = 117
+	CapMultiAddressSpace = 118
 )
 
 // KVM_CAP_X2APIC_API flags: MSI and routing destinations carry 32-bit
@@ -490,3 +492,8 @@ const (
 	IOEventFDFlagPIO       = 1 << 1
 	IOEventFDFlagDeassign  = 1 << 2
 )
+
+// SMMAddressSpace, or'ed into KVM_SET_USER_MEMORY_REGION's slot number,
+// puts the slot in address space 1: the memory a vCPU in system-management
+// mode sees (KVM_CAP_MULTI_ADDRESS_SPACE). Address space 0 is the rest.
+const SMMAddressSpace = 1 << 16

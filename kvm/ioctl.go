@@ -32,6 +32,7 @@ var (
 	kvmInterrupt           = iow(0x86, 4)
 	kvmSetCPUID2           = iow(0x90, 8)
 	kvmNMI                 = io(0x9a)
+	kvmSMI                 = io(0xb7)
 	kvmGetMPState          = ior(0x98, 4)
 	kvmEnableCap           = iow(0xa3, 104)
 	kvmGetTSCKHz           = io(0xa3)
@@ -78,6 +79,7 @@ var Ioctls = []Ioctl{
 	{"KVM_GET_VCPU_EVENTS", kvmGetVCPUEvents, true, "pending events before an injection, soft interrupts govmm completes, dumps"},
 	{"KVM_SET_VCPU_EVENTS", kvmSetVCPUEvents, true, "exceptions govmm raises (#GP, #UD) and the events INIT resets"},
 	{"KVM_NMI", kvmNMI, true, "injecting an NMI"},
+	{"KVM_SMI", kvmSMI, true, "an SMI govmm's LAPIC accepted"},
 	{"KVM_GET_REGS", kvmGetRegs, true, "instruction completions, INIT/SIPI, dumps"},
 	{"KVM_SET_REGS", kvmSetRegs, true, "instruction completions, INIT/SIPI"},
 	{"KVM_GET_SREGS", kvmGetSregs, true, "page walks of completions, INIT/SIPI, dumps"},

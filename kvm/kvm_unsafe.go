@@ -387,6 +387,13 @@ func (c *VCPU) NMI() error {
 	return wrap("KVM_NMI", err)
 }
 
+// SMI queues a system-management interrupt (KVM_SMI): KVM enters SMM at
+// the next instruction boundary where SMIs are not blocked.
+func (c *VCPU) SMI() error {
+	_, err := ioctl(c.fd, kvmSMI, 0)
+	return wrap("KVM_SMI", err)
+}
+
 // MPState is KVM_GET_MP_STATE.
 func (c *VCPU) MPState() (uint32, error) {
 	var s MPState

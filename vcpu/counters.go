@@ -34,6 +34,9 @@ type Counters interface {
 	KickFailed()
 	// NMIInjected counts an NMI KVM took (KVM_NMI).
 	NMIInjected()
+	// SMI counts an SMI the LAPIC accepted: taken by KVM (KVM_SMI), or
+	// dropped because the VM has no SMM (the host's KVM offers none).
+	SMI(taken bool)
 }
 
 // NopCounters counts nothing: a loop without it runs the same.
@@ -47,3 +50,4 @@ func (NopCounters) HaltPollHit()         {}
 func (NopCounters) KickSent()            {}
 func (NopCounters) KickFailed()          {}
 func (NopCounters) NMIInjected()         {}
+func (NopCounters) SMI(bool)             {}

@@ -40,6 +40,7 @@ const (
 	evKick                    // KVM_RUN ended by a signal (EINTR): a kick
 	evInject                  // KVM_INTERRUPT; arg: the vector
 	evNMI                     // an NMI injected
+	evSMI                     // an SMI injected; arg 0: dropped (no SMM)
 	evINIT                    // INIT acted on; arg: further exits its completion served
 	evSIPI                    // started by SIPI; arg: the vector
 )
@@ -124,6 +125,8 @@ func (l *eventLog) String() string {
 			fmt.Fprintf(&b, "inject %#x", e.arg)
 		case evNMI:
 			b.WriteString("NMI")
+		case evSMI:
+			b.WriteString([]string{"SMI dropped (no SMM)", "SMI"}[min(e.arg, 1)])
 		case evINIT:
 			fmt.Fprintf(&b, "INIT(+%d)", e.arg)
 		case evSIPI:

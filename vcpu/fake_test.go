@@ -86,6 +86,7 @@ type fakeCPU struct {
 	entries   []entry
 	injected  []uint8 // every KVM_INTERRUPT
 	nmis      int
+	smis      int
 	nmiErr    error // what KVM_NMI answers (nil: it queues the NMI)
 	intErr    error // what KVM_INTERRUPT answers, when set (nil: it queues the vector)
 	eventsErr error // what KVM_SET_VCPU_EVENTS answers, when set
@@ -226,6 +227,11 @@ func (f *fakeCPU) NMI() error {
 	return nil
 }
 
+func (f *fakeCPU) SMI() error {
+	f.smis++
+	return nil
+}
+
 func (f *fakeCPU) Events() (kvm.VCPUEvents, error) {
 	var ev kvm.VCPUEvents
 	if f.queued >= 0 {
@@ -357,6 +363,7 @@ type rig struct {
 	haltPoll haltpoll.Policy
 	// noCounters builds the vCPUs with no Counters (set before start).
 	noCounters bool
+	noSMM      bool // the VM has no SMM (Config.SMM false)
 	// yieldEvery is every vCPU's Config.YieldEvery (set before start).
 	yieldEvery uint64
 	// mem is every vCPU's guest memory (set before start; nil: none).
@@ -419,7 +426,7 @@ func (r *rig) build() {
 			counts = nil
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, Mem: r.mem})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, Mem: r.mem, SMM: !r.noSMM})
 	}
 }
 

@@ -26,6 +26,7 @@ type Hardware interface {
 	SetRequestInterruptWindow(on bool)
 	Interrupt(vector uint8) error
 	NMI() error
+	SMI() error
 	Events() (kvm.VCPUEvents, error)
 	SetEvents(e kvm.VCPUEvents) error
 	Sregs() (kvm.Sregs, error)

@@ -62,6 +62,9 @@ func (v *VCPU) prepareEntry() error {
 	if err := v.injectNMIs(); err != nil {
 		return err
 	}
+	if err := v.injectSMI(); err != nil {
+		return err
+	}
 	v.events.ExtINT = false // no 8259: nothing to acknowledge
 	allowed := interruptAllowed(run, v.exceptionQueued)
 	injected := -1
@@ -130,6 +133,30 @@ func (v *VCPU) injectNMIs() error {
 	return nil
 }
 
+// injectSMI makes a latched SMI one KVM_SMI: KVM enters SMM where SMIs
+// are not blocked (process_smi, enter_smm), at SMBASE + 0x8000 in the
+// VM's SMM address space. Where the host's KVM has no SMM (Config.SMM
+// false) the SMI cannot be delivered: it is counted as dropped and shown
+// in the event log, never silently lost.
+func (v *VCPU) injectSMI() error {
+	if !v.events.SMI {
+		return nil
+	}
+	v.events.SMI = false
+	rip := v.kvm.RunData().Sync.Regs.RIP
+	if !v.smm {
+		v.counts.SMI(false)
+		v.log.add(evSMI, 0, rip)
+		return nil
+	}
+	if err := v.kvm.SMI(); err != nil {
+		return fmt.Errorf("injecting an SMI: %w", err)
+	}
+	v.counts.SMI(true)
+	v.log.add(evSMI, 1, rip)
+	return nil
+}
+
 func (v *VCPU) takeEvents() { v.latch(v.lapic.TakeEvents()) }
 
 // latch adds events taken from the LAPIC to those not yet acted on.
@@ -139,6 +166,7 @@ func (v *VCPU) latch(e vlapic.Events) {
 		v.events.INIT, v.events.INITFrom = true, e.INITFrom
 	}
 	v.events.ExtINT = v.events.ExtINT || e.ExtINT
+	v.events.SMI = v.events.SMI || e.SMI
 	// A Startup IPI counts only for a CPU waiting for one (after INIT, or
 	// with an INIT still to act on); any other CPU discards it, as
 	// hardware does (SDM vol. 3, 10.4.7.3): latched, it would start the

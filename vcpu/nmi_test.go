@@ -85,3 +85,52 @@ func TestRefusedExceptionStopsTheVM(t *testing.T) {
 		t.Errorf("exception %d queued though KVM refused it", f.exc)
 	}
 }
+
+// An SMI the LAPIC accepts (an IPI or a message with delivery mode SMI)
+// is one KVM_SMI at the vCPU's next entry, as KVM's own LAPIC makes it
+// (kvm_inject_smi), and it ends a HLT even with IF=0. On a host whose KVM
+// has no SMM it is counted as dropped and logged, never injected.
+func TestSMI(t *testing.T) {
+	smi := vlapic.Message{Delivery: vlapic.SMI, Dest: 0, Source: -1}
+	t.Run("running", func(t *testing.T) {
+		r := newRig(t, 1)
+		s := open(kvm.ExitIRQWindowOpen)
+		s.guest = func(*fakeCPU) { r.apics.Deliver(smi) }
+		f := newFake(s, outb(0x80, 0))
+		r.fakes[0] = f
+		r.runOne()
+		if c := &r.acct.CPUs[0]; f.smis != 1 || c.SMIs.Load() != 1 || c.SMIsDropped.Load() != 0 {
+			t.Errorf("%d KVM_SMI, %d counted, %d dropped; want 1, 1, 0", f.smis, c.SMIs.Load(), c.SMIsDropped.Load())
+		}
+		if log := r.cpus[0].log.String(); !strings.Contains(log, "SMI@") {
+			t.Errorf("event log %q has no SMI", log)
+		}
+	})
+	t.Run("halted-IF0", func(t *testing.T) {
+		r := newRig(t, 1)
+		f := newFake(exitAt(kvm.ExitHLT, true, false), outb(0x80, 0))
+		r.fakes[0] = f
+		wait := r.start()
+		r.waitState(0, StateHalted)
+		r.apics.Deliver(smi)
+		wait()
+		if f.smis != 1 {
+			t.Errorf("%d KVM_SMI after an SMI to a halted vCPU, want 1", f.smis)
+		}
+	})
+	t.Run("no-SMM", func(t *testing.T) {
+		r := newRig(t, 1)
+		r.noSMM = true
+		s := open(kvm.ExitIRQWindowOpen)
+		s.guest = func(*fakeCPU) { r.apics.Deliver(smi) }
+		f := newFake(s, outb(0x80, 0))
+		r.fakes[0] = f
+		r.runOne()
+		if c := &r.acct.CPUs[0]; f.smis != 0 || c.SMIs.Load() != 0 || c.SMIsDropped.Load() != 1 {
+			t.Errorf("%d KVM_SMI, %d counted, %d dropped; want 0, 0, 1", f.smis, c.SMIs.Load(), c.SMIsDropped.Load())
+		}
+		if log := r.cpus[0].log.String(); !strings.Contains(log, "SMI dropped (no SMM)") {
+			t.Errorf("event log %q does not show the dropped SMI", log)
+		}
+	})
+}

@@ -32,6 +32,10 @@ type Config struct {
 	// exits that reach user space (inkernel.go). KVM must then implement
 	// InKernel.
 	InKernel bool
+	// SMM: the VM's memory is mapped in KVM's SMM address space too, so
+	// an SMI the LAPIC accepts is injected (KVM_SMI). false: the host's
+	// KVM has no SMM, and such an SMI is counted as dropped.
+	SMM bool
 	// IOAPICEOI hears the vector of each KVM_EXIT_IOAPIC_EOI (InKernel):
 	// the user-space IOAPIC's EOI of a level-triggered pin.
 	IOAPICEOI func(vector uint8)
@@ -155,13 +159,15 @@ type VCPU struct {
 	poll *haltpoll.Window // how long the next halt polls
 
 	windowFor int // the vector the interrupt window was asked for; -1: none
+
+	smm bool // Config.SMM: an SMI is injected, not dropped
 }
 
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll)}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM}
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil

@@ -180,6 +180,10 @@ type Events struct {
 	SIPI       bool
 	SIPIVector uint8
 	ExtINT     bool
+	// SMI: a system-management interrupt was accepted (an IPI or message
+	// with delivery mode SMI); the vCPU enters SMM (KVM_SMI), as it does
+	// on KVM's LAPIC (kvm_inject_smi).
+	SMI bool
 	// INITFrom is the latest INIT's sender, when INIT is set: a vCPU's
 	// index (its ICR) or -1 (a device's message: IOAPIC, MSI, remapped).
 	// An INIT to the BSP resets the machine; its message names the sender.

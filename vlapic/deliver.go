@@ -122,7 +122,8 @@ func (a *LAPIC) accept(m *Message) (acc, notify bool) {
 		a.ev.ExtINT = true
 		acc, notify = true, true
 	case SMI:
-		acc = true
+		a.ev.SMI = true
+		acc, notify = true, true
 	}
 	a.mu.Unlock()
 	return acc, notify

@@ -39,3 +39,22 @@ func TestEnter(t *testing.T) {
 		t.Errorf("Enter %+v; separately: %+v, CR8 %d, deadline %d %v", e, p, a.CR8(), at, armed)
 	}
 }
+
+// TestSMIAccepted: an SMI message is accepted, notifies the CPU and is
+// taken once as Events.SMI, which wakes a halted CPU whatever IF is (a
+// CPU in HLT leaves it for SMM); a disabled LAPIC accepts none.
+func TestSMIAccepted(t *testing.T) {
+	b, a := timerBus(t)
+	b.sink.take()
+	b.Deliver(Message{Delivery: SMI, Dest: 0, Source: -1})
+	if n := b.sink.take(); len(n) != 1 {
+		t.Errorf("an SMI notified %v, want CPU 0 once", n)
+	}
+	e := a.Enter()
+	if !e.SMI || !e.Work() || !e.Wakes(false) {
+		t.Fatalf("SMI not taken, or not work that wakes HLT with IF=0: %+v", e)
+	}
+	if e = a.Enter(); e.SMI {
+		t.Fatalf("SMI taken twice: %+v", e)
+	}
+}

@@ -170,7 +170,7 @@ func (a *LAPIC) TakePending() Pending {
 
 // Work says whether p has something for the CPU to act on: a vector, an
 // NMI, an INIT or a SIPI (an ExtINT is not: there is no 8259 to ask).
-func (p Pending) Work() bool { return p.Fixed || p.NMIs > 0 || p.INIT || p.SIPI }
+func (p Pending) Work() bool { return p.Fixed || p.NMIs > 0 || p.SMI || p.INIT || p.SIPI }
 
 // NeedsWindow says whether the CPU must ask for an interrupt window: a
 // vector is deliverable, and the CPU cannot take it now (allowed: RFLAGS.IF
@@ -178,5 +178,5 @@ func (p Pending) Work() bool { return p.Fixed || p.NMIs > 0 || p.INIT || p.SIPI 
 func (p Pending) NeedsWindow(allowed bool) bool { return p.Fixed && !allowed }
 
 // Wakes says whether p ends a HLT executed with RFLAGS.IF = ifFlag: an
-// NMI, an INIT, or a vector the CPU can take.
-func (p Pending) Wakes(ifFlag bool) bool { return p.NMIs > 0 || p.INIT || p.Fixed && ifFlag }
+// NMI, an SMI, an INIT, or a vector the CPU can take.
+func (p Pending) Wakes(ifFlag bool) bool { return p.NMIs > 0 || p.SMI || p.INIT || p.Fixed && ifFlag }

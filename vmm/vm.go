@@ -64,6 +64,9 @@ type VM struct {
 	// kvmLAPICs carries device interrupts into KVM's LAPICs under
 	// --lapic=kvm (Config.LAPIC); nil otherwise, and apics is then set.
 	kvmLAPICs *routing.KVMLAPICs
+	// smm: guest RAM is mapped in KVM's SMM address space as well
+	// (mapSMM), so a vCPU that takes an SMI on either LAPIC enters SMM.
+	smm bool
 	// kstats are the vCPUs' KVM statistics (KVM_GET_STATS_FD), opened
 	// with them under --lapic=kvm; nil otherwise. Reading one is a
 	// pread, safe from any thread.
@@ -205,6 +208,9 @@ func New(cfg Config) (vm *VM, err error) {
 		if err = vm.kvm.SetUserMemoryRegion(uint32(i), r.GPA, r.Host); err != nil {
 			return nil, err
 		}
+	}
+	if err = vm.mapSMM(); err != nil {
+		return nil, err
 	}
 	boot, err := vm.loadKernel()
 	if err != nil {
@@ -402,7 +408,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
-			Pin: len(vm.cfg.CPUAffinity) > 0}
+			Pin: len(vm.cfg.CPUAffinity) > 0, SMM: vm.smm}
 		if cfg.Pin {
 			cfg.HostCPU = vm.cfg.CPUAffinity[i%len(vm.cfg.CPUAffinity)]
 		}
@@ -417,6 +423,27 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		}
 		vm.cpus[i] = vcpu.New(i, cfg)
 	}
+	return nil
+}
+
+// mapSMM maps guest RAM in KVM's SMM address space too, where the host's
+// KVM has one. A vCPU in SMM sees only that address space
+// (kvm_memslots_for_spte_role); left empty, its first instruction fetch
+// at SMBASE + 0x8000 is an MMIO access KVM cannot emulate, and the VM
+// ends (fuzz.elf's self-SMI on KVM's LAPIC did just that). govmm has no
+// firmware and no SMRAM of its own: as on a machine whose chipset does
+// not close SMRAM, the CPU in SMM sees the RAM the OS sees, saves its
+// state at SMBASE + 0xFE00 and runs what is at SMBASE + 0x8000.
+func (vm *VM) mapSMM() error {
+	if vm.sys.CheckExtension(kvm.CapX86SMM) <= 0 || vm.sys.CheckExtension(kvm.CapMultiAddressSpace) < 2 {
+		return nil
+	}
+	for i, r := range vm.mem.Regions {
+		if err := vm.kvm.SetUserMemoryRegion(kvm.SMMAddressSpace|uint32(i), r.GPA, r.Host); err != nil {
+			return fmt.Errorf("mapping RAM for SMM: %w", err)
+		}
+	}
+	vm.smm = true
 	return nil
 }
 

@@ -13,6 +13,11 @@
  * init=0 leaves INIT and SIPI out of everything the fuzz writes (ICRs,
  * device messages, redirection and remapping entries, garbage): only the
  * monitor's restart of a stopped CPU sends them (tests/guestfuzz_test.go).
+ * SMIs are left out the same way unless smi=1: a CPU that takes one
+ * enters SMM at SMBASE + 0x8000, which every CPU has at 0x30000 from
+ * reset, so two CPUs in SMM at once overwrite each other's saved state
+ * (firmware relocates SMBASE per CPU first; this guest has none). With
+ * smi=1 they go in, and 0x38000 holds an RSM (smi.elf tests SMM itself).
  * seed=N (1) seeds every CPU's generator (CPU i: N and its APIC ID); the
  * seed is the first thing printed, so `govmm run fuzz.elf seed=N` replays
  * a run (the interleaving of CPUs is the host's). A fault of any kind or
@@ -47,6 +52,7 @@ const char guest_name[] = "fuzz";
 #define CPU_AREA    (ARENA + 0x20000)   /* per-CPU rings and buffers */
 #define CPU_AREA_SZ 0x20000u            /* 128 KiB each */
 #define REAL_IRET   0x7F00              /* real mode: IRET, for the IVT */
+#define SMM_ENTRY   0x38000             /* SMBASE (0x30000 from reset) + 0x8000 */
 #define MAXC        16                  /* fuzzing CPUs (APIC IDs 0..15) */
 #define MAXENT      64
 #define MAXFN       8
@@ -178,24 +184,29 @@ static u32 value_raw(struct cpu *c);
  * what they prevent. */
 static u32 low_guard = 1;
 static u32 init_on = 1;                  /* init=0: no INIT or SIPI anywhere */
+static u32 smi_on = 0;                   /* smi=1: SMIs too */
 
-/* With init=0 no value the fuzz writes carries an INIT or StartUp delivery
- * mode where an ICR, MSI data or redirection entry (bits 10:8) or an IRTE
- * (bits 7:5) has it: 5 becomes 1, 6 becomes 2. */
-static u32 no_init(u32 v)
+/* Whether delivery mode dm may be sent: INIT and StartUp unless init=0,
+ * SMI only with smi=1. */
+static int mode_on(u32 dm) { return dm == 2 ? smi_on : dm == 5 || dm == 6 ? init_on : 1; }
+
+/* No value the fuzz writes carries a delivery mode it leaves out where an
+ * ICR, MSI data or redirection entry (bits 10:8) or an IRTE (bits 7:5) has
+ * it: INIT (5) becomes 1, StartUp (6) becomes 2 and SMI (2) becomes 0. */
+static u32 sane_modes(u32 v)
 {
-	if (init_on)
-		return v;
 	for (int sh = 8; sh >= 5; sh -= 3) {
 		u32 dm = v >> sh & 7;
-		if (dm == 5 || dm == 6)
-			v ^= 4u << sh;
+		if (!mode_on(dm))
+			v ^= (dm == 2 ? 2u : 4u) << sh;
+		if (!mode_on(v >> sh & 7))      /* StartUp became SMI */
+			v ^= 2u << sh;
 	}
 	return v;
 }
 
 /* Boundary values first, then anything. */
-static u32 value(struct cpu *c) { return no_init(value_raw(c)); }
+static u32 value(struct cpu *c) { return sane_modes(value_raw(c)); }
 
 static u32 value_raw(struct cpu *c)
 {
@@ -321,7 +332,7 @@ static volatile u32 booting;            /* CPUs between INIT and fuzz_cpu, by AP
 static void icr_sane(struct cpu *c, u32 *lo, u32 *dest)
 {
 	u32 dm = *lo >> 8 & 7;
-	if (!init_on && (dm == 5 || dm == 6)) {
+	if (!mode_on(dm)) {
 		*lo &= ~0x700u;
 		dm = 0;
 	}
@@ -746,7 +757,7 @@ static void msi_message(struct cpu *c, u32 *addr, u32 *data)
 	if (one_in(c, 8))
 		*data = value(c);
 	u32 dm = *data >> 8 & 7;
-	if (dm == 5 || dm == 6 || (dm == 4 && booting))
+	if (dm == 5 || dm == 6 || !mode_on(dm) || (dm == 4 && booting))
 		*data &= ~0x700u;               /* no INIT or SIPI from devices, no NMI to a booting CPU */
 }
 
@@ -1007,6 +1018,8 @@ static void repair_low(void)
 	for (u32 page = 0; page < 0x100000; page += 0x1000)
 		if (page != TRAMPOLINE)
 			memcpy((void *)page, pad, sizeof pad);
+	/* SMM's entry (SMBASE 0x30000 + 0x8000): RSM, straight back. */
+	*(volatile u16 *)SMM_ENTRY = 0xAA0F;
 }
 
 /* INIT + SIPI to a stopped CPU, physical (also with init=0), at its
@@ -1336,8 +1349,9 @@ void test_main(void)
 	seed = param_u32("seed", 1);
 	secs = param_u32("secs", 10);
 	init_on = param_u32("init", 1);
+	smi_on = param_u32("smi", 0);
 	low_guard = param_u32("lowguard", 1);
-	printf("fuzz seed=%u secs=%u init=%u lowguard=%u\n", seed, secs, init_on, low_guard);
+	printf("fuzz seed=%u secs=%u init=%u smi=%u lowguard=%u\n", seed, secs, init_on, smi_on, low_guard);
 	if (ncpus > MAXC)
 		die("cpus", "at most %d vCPUs, has %d", MAXC, ncpus);
 	guard_init();
