@@ -28,6 +28,7 @@ static void ap_main(int idx)
 	if (x2apic)
 		x2apic_enable();
 	apic_write(APIC_SVR, 0x1FF);
+	cpu_apicid[idx] = apic_id();
 	ap_ready = 1;
 	for (;;) {
 		asm volatile("cli; hlt" ::: "memory");  /* only an SMI (or NMI, INIT) ends it */
@@ -54,6 +55,7 @@ void test_main(void)
 		die("cpus", "need 2 CPUs, have %u", ncpus);
 	x2apic = param_u32("x2apic", 0) && x2apic_enable();
 	bsp_apic_setup();
+	cpu_apicid[0] = apic_id();
 	install_handler();
 	smp_boot(ap_main);
 	if (!WAIT(ap_ready, 5))
