@@ -23,11 +23,12 @@ const (
 	KVMSignalExits                       // KVM_RUN ended by a signal (govmm's kick)
 	KVMIOExits                           // port I/O exits
 	KVMMMIOExits                         // MMIO exits KVM sent to user space
+	KVMHypercalls                        // hypercalls KVM served (KVM's PV send-IPI: one per send)
 	NumKVMStats
 )
 
 var kvmStatNames = [NumKVMStats]string{"exits", "irq_exits", "halt_exits", "halt_wakeup", "halt_attempted_poll", "halt_successful_poll", "irq_injections",
-	"nmi_injections", "irq_window_exits", "signal_exits", "io_exits", "mmio_exits"}
+	"nmi_injections", "irq_window_exits", "signal_exits", "io_exits", "mmio_exits", "hypercalls"}
 
 // String is the statistic's name in KVM's binary stats.
 func (s KVMStat) String() string { return kvmStatNames[s] }

@@ -38,6 +38,10 @@ const (
 const (
 	KVMFeatureClocksource2      = 1 << 3
 	KVMFeatureClocksourceStable = 1 << 24
+	// KVMFeaturePVSendIPI is KVM's PV send-IPI (KVM_HC_SEND_IPI, a vmcall
+	// KVM serves with its in-kernel LAPIC): shown under --lapic=kvm
+	// --pv-ipi only.
+	KVMFeaturePVSendIPI = 1 << 11
 )
 
 // FeatureKVMLAPIC (in Features EAX) tells a guest that its local APIC is

@@ -14,6 +14,7 @@ type State struct {
 	CPUsUp     int    // from "smp: Brought up N nodes, M CPUs"
 	InitRun    bool   // "Run /init as init process"
 	PVIPI      bool   // govmm's kernel switched its IPIs to govmm's PV trap
+	KVMPVIPI   bool   // the kernel switched its IPIs to KVM's PV send-IPI hypercall
 	Panic      string // the first "Kernel panic" line, if any
 	KernelLine string // "Linux version ..."
 }
@@ -29,6 +30,7 @@ var (
 	reSMP       = regexp.MustCompile(`smp: Brought up \d+ nodes?, (\d+) CPUs?`)
 	reInit      = regexp.MustCompile(`Run /init as init process`)
 	rePVIPI     = regexp.MustCompile(`govmm: PV send-IPI enabled`)
+	reKVMPVIPI  = regexp.MustCompile(`kvm-guest: setup PV IPIs`) // kvm_setup_pv_ipi, arch/x86/kernel/kvm.c
 	rePanic     = regexp.MustCompile(`Kernel panic - not syncing: .*`)
 	reLinux     = regexp.MustCompile(`Linux version \S+`)
 	reFlatUnset = regexp.MustCompile(`APIC: Switch to symmetric I/O mode setup`)
@@ -71,6 +73,7 @@ func ParseLog(log string) State {
 	}
 	s.InitRun = reInit.MatchString(log)
 	s.PVIPI = rePVIPI.MatchString(log)
+	s.KVMPVIPI = reKVMPVIPI.MatchString(log)
 	s.Panic = rePanic.FindString(log)
 	s.KernelLine = reLinux.FindString(log)
 	return s

@@ -1,6 +1,10 @@
 package linuxguest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/govmm/govmm/vmm"
+)
 
 func TestParseLog(t *testing.T) {
 	cases := []struct {
@@ -39,21 +43,46 @@ smp: Brought up 1 node, 1 CPU
 	}
 	m := Modes["cluster"]
 	ok := State{APICMode: "cluster x2apic", X2APIC: true, IRQRemap: "x2apic", CPUsUp: 2, InitRun: true}
-	if err := ok.Verify(m, 2, false); err != nil {
+	if err := ok.Verify(m, 2, NoPVIPI); err != nil {
 		t.Errorf("a good cluster boot fails: %v", err)
 	}
 	bad := ok
 	bad.IRQRemap = ""
-	if err := bad.Verify(m, 2, false); err == nil {
+	if err := bad.Verify(m, 2, NoPVIPI); err == nil {
 		t.Error("cluster mode without remapping passes")
 	}
-	if err := ok.Verify(m, 4, false); err == nil {
+	if err := ok.Verify(m, 4, NoPVIPI); err == nil {
 		t.Error("2 of 4 CPUs passes")
 	}
-	if err := ok.Verify(m, 2, true); err == nil {
+	if err := ok.Verify(m, 2, GovmmPVIPI); err == nil {
 		t.Error("a boot without the PV line passes with --pv-ipi")
 	}
-	if err := ok.Verify(Modes["mixed"], 2, false); err == nil {
+	if err := ok.Verify(Modes["mixed"], 2, NoPVIPI); err == nil {
 		t.Error("cluster mode passes as mixed")
+	}
+	// KVM's PV send-IPI (--lapic=kvm --pv-ipi) is its own line: govmm's
+	// does not stand in for it, nor it for govmm's.
+	kvmPV := ParseLog("[    0.050000] kvm-guest: setup PV IPIs\n")
+	if !kvmPV.KVMPVIPI || kvmPV.PVIPI {
+		t.Errorf("KVM's PV IPI line parsed as %+v", kvmPV)
+	}
+	withKVM, withGovmm := ok, ok
+	withKVM.KVMPVIPI, withGovmm.PVIPI = true, true
+	if withKVM.Verify(m, 2, KVMPVIPI) != nil || withGovmm.Verify(m, 2, KVMPVIPI) == nil || withKVM.Verify(m, 2, GovmmPVIPI) == nil {
+		t.Error("KVM's and govmm's PV send-IPI are not told apart")
+	}
+	for _, c := range []struct {
+		cfg   vmm.Config
+		govmm bool
+		want  PVIPI
+	}{
+		{vmm.Config{}, true, NoPVIPI},
+		{vmm.Config{PVIPI: true}, true, GovmmPVIPI},
+		{vmm.Config{PVIPI: true}, false, NoPVIPI},
+		{vmm.Config{PVIPI: true, LAPIC: vmm.LAPICKVM}, false, KVMPVIPI},
+	} {
+		if got := WantPVIPI(c.cfg, c.govmm); got != c.want {
+			t.Errorf("WantPVIPI(%+v, %v) = %d, want %d", c.cfg, c.govmm, got, c.want)
+		}
 	}
 }

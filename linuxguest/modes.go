@@ -151,13 +151,38 @@ func ModeConfig(m Mode, cpus int, govmmKernel, pvIPI bool, extra string) vmm.Con
 	return cfg
 }
 
-// Verify checks a boot against its mode: /init reached, the mode chosen,
-// remapping as presented, every CPU online, and (pvIPI) govmm's PV
-// send-IPI in use.
-func (s State) Verify(m Mode, cpus int, pvIPI bool) error {
+// PVIPI is the paravirtual send-IPI a boot must end up using.
+type PVIPI int
+
+const (
+	NoPVIPI    PVIPI = iota // none is asked of the kernel
+	GovmmPVIPI              // govmm's (govmm's LAPIC; its kernel, govmm.pvipi=on)
+	KVMPVIPI                // KVM's hypercall (--lapic=kvm; any kernel built with CONFIG_KVM_GUEST)
+)
+
+// WantPVIPI is the PV send-IPI cfg's --pv-ipi asks of its kernel: on
+// govmm's LAPIC, govmm's, which only govmm's kernel (govmmKernel) knows;
+// on KVM's LAPIC, KVM's own, which govmm maps it to.
+func WantPVIPI(cfg vmm.Config, govmmKernel bool) PVIPI {
 	switch {
-	case pvIPI && s.InitRun && !s.PVIPI:
+	case !cfg.PVIPI:
+		return NoPVIPI
+	case cfg.LAPIC == vmm.LAPICKVM:
+		return KVMPVIPI
+	case govmmKernel:
+		return GovmmPVIPI
+	}
+	return NoPVIPI
+}
+
+// Verify checks a boot against its mode: /init reached, the mode chosen,
+// remapping as presented, every CPU online, and the PV send-IPI pv in use.
+func (s State) Verify(m Mode, cpus int, pv PVIPI) error {
+	switch {
+	case pv == GovmmPVIPI && s.InitRun && !s.PVIPI:
 		return fmt.Errorf("--pv-ipi: the kernel did not switch to govmm's PV send-IPI")
+	case pv == KVMPVIPI && s.InitRun && !s.KVMPVIPI:
+		return fmt.Errorf("--pv-ipi with --lapic=kvm: the kernel did not switch to KVM's PV send-IPI (\"kvm-guest: setup PV IPIs\")")
 	case s.Panic != "" && !s.InitRun:
 		return fmt.Errorf("the guest kernel panicked before /init: %s", s.Panic)
 	case !s.InitRun:

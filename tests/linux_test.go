@@ -140,7 +140,7 @@ func bootLinuxOnce(t *testing.T, kernel string, govmmKernel bool, mode string, c
 	script.Close()
 	st := linuxguest.ParseLog(con.Log())
 	lr := &linuxRun{st, vm, res, con.Log()}
-	if err := st.Verify(m, cpus, pvIPI); err != nil {
+	if err := st.Verify(m, cpus, linuxguest.WantPVIPI(cfg, govmmKernel)); err != nil {
 		return lr, fmt.Errorf("%v (ended by %s: %v)\n%s", err, res.How, res.Err, consoleExcerpt(con.Log()))
 	}
 	for _, p := range con.Reached() {

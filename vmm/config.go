@@ -292,23 +292,20 @@ func CheckAffinity(cpus []int) error {
 	return nil
 }
 
-// checkHost checks the vCPU count against this host's KVM (maxCPUs,
-// KVM_CAP_MAX_VCPUS).
 // checkLAPIC refuses what only govmm's LAPIC has under --lapic=kvm, in
 // one line each that says why and what KVM offers instead.
 func (c *Config) checkLAPIC() error {
 	if c.LAPIC != LAPICKVM {
 		return nil
 	}
-	switch {
-	case c.PVIPI:
-		return errors.New("--pv-ipi with --lapic=kvm: govmm's PV send-IPI is a WRMSR served by govmm's LAPIC; KVM's own (KVM_HC_SEND_IPI) is a vmcall with another ABI, which govmm does not offer")
-	case c.AVIC:
+	if c.AVIC {
 		return errors.New("--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC")
 	}
 	return nil
 }
 
+// checkHost checks the vCPU count against this host's KVM (maxCPUs,
+// KVM_CAP_MAX_VCPUS).
 func (c *Config) checkHost(maxCPUs int) error {
 	if c.CPUs > maxCPUs {
 		return fmt.Errorf("cannot create %d vCPUs: this host's KVM allows 1 to %d", c.CPUs, maxCPUs)

@@ -31,6 +31,10 @@ type pvUnits struct {
 	// kvmEOI: KVM's LAPIC serves PV EOI (--lapic=kvm --pv-eoi): the same
 	// ABI, announced in the same CPUID bit, its MSR left to KVM.
 	kvmEOI bool
+	// kvmIPI: KVM's LAPIC serves PV send-IPI (--lapic=kvm --pv-ipi): its
+	// own hypercall (KVM_HC_SEND_IPI, kvm_pv_send_ipi), announced in
+	// KVM's CPUID leaf; govmm's MSR is not offered.
+	kvmIPI bool
 	// kvmLAPIC: the LAPIC is KVM's (hvcpuid.FeatureKVMLAPIC).
 	kvmLAPIC bool
 }
@@ -38,7 +42,8 @@ type pvUnits struct {
 func (vm *VM) newPVUnits() pvUnits {
 	n := vm.cfg.CPUs
 	if vm.cfg.LAPIC == LAPICKVM {
-		return pvUnits{ipi: pvipi.New(false, vm.mem, nil, vm.obs), doorbell: pvsyscall.New(vm.doorbell, n), kvmEOI: vm.cfg.PVEOI, kvmLAPIC: true}
+		return pvUnits{ipi: pvipi.New(false, vm.mem, nil, vm.obs), doorbell: pvsyscall.New(vm.doorbell, n),
+			kvmEOI: vm.cfg.PVEOI, kvmIPI: vm.cfg.PVIPI, kvmLAPIC: true}
 	}
 	lapics := make([]pveoi.LAPIC, n)
 	eois := make([]*atomic.Uint64, n)
@@ -67,6 +72,9 @@ func (u pvUnits) leaves() hvcpuid.Leaves {
 	}
 	if u.kvmEOI {
 		l.KVMFeatures |= pveoi.KVMFeatureEOI
+	}
+	if u.kvmIPI {
+		l.KVMFeatures |= hvcpuid.KVMFeaturePVSendIPI
 	}
 	for _, p := range u.list() {
 		p.CPUID(&l)

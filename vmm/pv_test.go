@@ -5,7 +5,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/govmm/govmm/hvcpuid"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pveoi"
+	"github.com/govmm/govmm/pvipi"
+	"github.com/govmm/govmm/pvsyscall"
 )
 
 // The MSR filter built from the bus denies exactly the MSRs govmm's
@@ -46,5 +50,25 @@ func TestMSRFilterFromBus(t *testing.T) {
 		if claimed[n] != i {
 			t.Errorf("claimed %s = %#x, want %#x", n, claimed[n], i)
 		}
+	}
+}
+
+// Under --lapic=kvm, --pv-eoi and --pv-ipi are KVM's own: their bits go in
+// KVM's CPUID leaf (PV EOI, PV send-IPI), govmm's own PV send-IPI bit
+// stays clear, and the guest is told its LAPIC is KVM's. On govmm's LAPIC
+// KVM's PV send-IPI bit is never shown (its hypercall needs KVM's LAPIC).
+func TestPVLeavesOnKVMLAPIC(t *testing.T) {
+	units := func(eoi, ipi bool) pvUnits {
+		return pvUnits{ipi: pvipi.New(false, nil, nil, nil), doorbell: pvsyscall.New(false, 1), kvmEOI: eoi, kvmIPI: ipi, kvmLAPIC: true}
+	}
+	l := units(true, true).leaves()
+	if l.KVMFeatures&hvcpuid.KVMFeaturePVSendIPI == 0 || l.KVMFeatures&pveoi.KVMFeatureEOI == 0 {
+		t.Errorf("KVM's leaf %#x lacks PV send-IPI or PV EOI", l.KVMFeatures)
+	}
+	if l.Features&hvcpuid.FeatureKVMLAPIC == 0 || l.Features&pvipi.FeatureSendIPI != 0 {
+		t.Errorf("govmm's leaf %#x: want the KVM-LAPIC bit and not govmm's PV send-IPI", l.Features)
+	}
+	if l := units(false, false).leaves(); l.KVMFeatures&(hvcpuid.KVMFeaturePVSendIPI|pveoi.KVMFeatureEOI) != 0 {
+		t.Errorf("without --pv-ipi and --pv-eoi KVM's leaf shows %#x", l.KVMFeatures)
 	}
 }

@@ -54,7 +54,7 @@ var badInputs = []struct {
 	{"run --kvm $D/kvm --dashboard 8411 $D/k.elf", "--dashboard 8411: not host:port (e.g. 127.0.0.1:8411)", 2},
 	{"run --kvm $D/kvm --tsc-deadline yes $D/k.elf", `--tsc-deadline="yes": want auto, on or off`, 2},
 	{"run --lapic=qemu $D/k.elf", `run: invalid value "qemu" for flag -lapic: --lapic="qemu": want govmm or kvm (see 'govmm run --help')`, 2},
-	{"run --kvm $D/kvm --lapic=kvm --pv-ipi $D/k.elf", "--pv-ipi with --lapic=kvm: govmm's PV send-IPI is a WRMSR served by govmm's LAPIC; KVM's own (KVM_HC_SEND_IPI) is a vmcall with another ABI, which govmm does not offer", 2},
+	{"run --kvm $D/kvm --lapic=kvm --avic $D/k.elf", "--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC", 2},
 	{"boot --kvm $D/kvm --lapic=kvm --avic", "--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC", 2},
 	{"bench-rtt --lapic=xen", `--lapic="xen": want govmm or kvm`, 2},
 	{"run --kvm $D/kvm --cpu-affinity 0,x $D/k.elf", `--cpu-affinity=0,x: "x" is not a host CPU number`, 2},

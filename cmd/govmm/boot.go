@@ -269,7 +269,7 @@ func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm
 // emulating host without the SYSCALL doorbell reaching /init is all that
 // can be verified.
 func (o *bootOptions) verdict(stdout io.Writer, vm *vmm.VM, m linuxguest.Mode, res vmm.Result, st linuxguest.State) error {
-	pvIPI := o.pvf.config().PVIPI && o.kernel == ""
+	pvIPI := linuxguest.WantPVIPI(o.pvf.config(), o.kernel == "")
 	if user, err := stoppedBy(res.How); user || err != nil {
 		// Ctrl-A x is a success whatever the guest reached; say what was not verified.
 		if user {

@@ -72,7 +72,7 @@ func (b kernelBench) run(im kernelImages, timeout time.Duration) (string, []acco
 	defer vm.Close()
 	res := vm.Run(timeout)
 	log := con.Log()
-	if err := linuxguest.ParseLog(log).Verify(b.mode, b.cpus, b.pvIPI); err != nil {
+	if err := linuxguest.ParseLog(log).Verify(b.mode, b.cpus, linuxguest.WantPVIPI(cfg, true)); err != nil {
 		return log, nil, fmt.Errorf("%v (ended by %s: %v)", err, res.How, res.Err)
 	}
 	return log, vm.Accounting().Sections(), nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/govmm/govmm/pveoi"
+	"github.com/govmm/govmm/pvipi"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -28,8 +29,8 @@ func addPVFlags(fs *flag.FlagSet, on ...string) pvFlags {
 		p.on[f.Name] = fs.Bool(f.Name, slices.Contains(on, f.Name), f.Help)
 	}
 	fs.Func("lapic", "whose local APIC the vCPUs have: govmm (its own, in user space; the default) or kvm (KVM's in-kernel LAPIC, "+
-		"KVM's split irqchip: the IOAPIC, remapping unit, devices, ACPI and CPUID stay govmm's; --pv-eoi is then KVM's own, "+
-		"--pv-ipi and --avic are govmm's LAPIC's and refused, a default --pv-ipi is dropped)",
+		"KVM's split irqchip: the IOAPIC, remapping unit, devices, ACPI and CPUID stay govmm's; --pv-eoi and --pv-ipi are then KVM's own, "+
+		"--avic is govmm's LAPIC's and refused)",
 		func(s string) (err error) { *p.lapic, err = vmm.ParseLAPIC(s); return err })
 	return p
 }
@@ -42,10 +43,11 @@ func (p pvFlags) set(name string) bool {
 }
 
 // apply sets every switch in c as parsed. Under --lapic=kvm a switch of
-// govmm's LAPIC that is on only by the command's default is turned off
-// (run offers govmm's PV send-IPI by default), and a line saying so goes
-// to the command's standard error; one the command line names stays on,
-// for Validate to refuse with its reason.
+// govmm's LAPIC with no equivalent in KVM's (not PV EOI or PV send-IPI,
+// which map to KVM's own) that is on only by the command's default is
+// turned off, and a line saying so goes to the command's standard error;
+// one the command line names stays on, for Validate to refuse with its
+// reason.
 func (p pvFlags) apply(c *vmm.Config) { p.applyTo(c, p.fs.Output()) }
 
 // applyTo is apply with its notes going to notes (nil: nowhere).
@@ -58,7 +60,7 @@ func (p pvFlags) applyTo(c *vmm.Config, notes io.Writer) {
 		return
 	}
 	for _, f := range vmm.PVFlags() {
-		if f.Name != pveoi.Flag && !p.set(f.Name) && f.On(c) {
+		if f.Name != pveoi.Flag && f.Name != pvipi.Flag && !p.set(f.Name) && f.On(c) {
 			f.Set(c, false)
 			if notes != nil {
 				fmt.Fprintf(notes, "govmm: --lapic=kvm: --%s, on by default, is off: it is govmm's LAPIC's\n", f.Name)

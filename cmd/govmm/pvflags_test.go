@@ -52,3 +52,23 @@ func TestPVFlagsOnEveryVMCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestPVFlagsOnKVMLAPIC: under --lapic=kvm, run's default --pv-ipi stays
+// on, as KVM's own PV send-IPI (govmm maps it), with nothing said; so does
+// --pv-eoi when named.
+func TestPVFlagsOnKVMLAPIC(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	p := addPVFlags(fs, pvipi.Flag)
+	if err := fs.Parse([]string{"--lapic=kvm", "--pv-eoi"}); err != nil {
+		t.Fatal(err)
+	}
+	var c vmm.Config
+	var notes strings.Builder
+	p.applyTo(&c, &notes)
+	if c.LAPIC != vmm.LAPICKVM || !c.PVIPI || !c.PVEOI || notes.Len() != 0 {
+		t.Errorf("--lapic=kvm: LAPIC %v PVIPI %v PVEOI %v, notes %q; want kvm, both on, none", c.LAPIC, c.PVIPI, c.PVEOI, notes.String())
+	}
+	if err := c.Validate(); err != nil && strings.Contains(err.Error(), "pv-") {
+		t.Errorf("--lapic=kvm with the PV switches refused: %v", err)
+	}
+}
