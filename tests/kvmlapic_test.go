@@ -63,9 +63,12 @@ var lapicCases = []lapicCase{
 	{"ipi", "ipi.elf", 2, true, "mode=x2apic-phys lowprio=any", true, false, false},
 	{"storm", "storm.elf", 2, true, "mode=x2apic-phys count=500", true, false, false},
 	{"fuzz/restart", "fuzz.elf", 2, true, "restart=1 secs=5", false, false, false},
-	// fuzz's short run: every CPU attacks every device, INIT and SIPI
-	// included (SMIs only with smi=1: smi.elf tests SMM).
-	{"fuzz/short", "fuzz.elf", 2, true, "seed=1 secs=5", false, false, false},
+	// fuzz's short run: every CPU attacks every device. init=0: a garbled
+	// device message may carry INIT to the BSP, a machine reset that ends
+	// the run (TestGuestFuzz counts it as an architectural end); the
+	// restart run above sends INIT and SIPI. SMIs only with smi=1: smi.elf
+	// tests SMM.
+	{"fuzz/short", "fuzz.elf", 2, true, "seed=1 secs=5 init=0", false, false, false},
 }
 
 // TestLAPICDifferential runs each bare-metal guest on govmm's LAPIC and on
