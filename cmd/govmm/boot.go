@@ -257,8 +257,8 @@ func (o *bootOptions) report(stdout io.Writer, vm *vmm.VM, b *bootSetup, res vmm
 	writeSyscalls(stdout, vm, b.con.Reached())
 	writeXState(stdout, vm)
 	writeHostUsed(stdout, vm)
-	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %v, %d CPUs up, /init %v\n",
-		st.APICMode, st.X2APIC, orNone(st.IRQRemap), st.PVIPI, st.CPUsUp, st.InitRun)
+	fmt.Fprintf(stdout, "kernel log: APIC mode %q, x2APIC %v, IRQ remapping %q, PV send-IPI %s, %d CPUs up, /init %v\n",
+		st.APICMode, st.X2APIC, orNone(st.IRQRemap), pvIPIUsed(st), st.CPUsUp, st.InitRun)
 	report.WriteTable(stdout)
 	return writeJSONReport(jf, vm, report)
 }
@@ -407,4 +407,15 @@ func writePhases(w io.Writer, ph []linuxguest.PhaseRecord) {
 		prev = p.Exits
 	}
 	tw.Flush()
+}
+
+// pvIPIUsed names the PV send-IPI the kernel switched to, if any.
+func pvIPIUsed(st linuxguest.State) string {
+	switch {
+	case st.PVIPI:
+		return "govmm's"
+	case st.KVMPVIPI:
+		return "KVM's"
+	}
+	return "none"
 }
