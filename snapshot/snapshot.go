@@ -1,0 +1,248 @@
+// Package snapshot is the on-disk form of a saved VM (govmm snapshot,
+// govmm restore): a directory holding a versioned manifest and the files
+// it names, each with its size and SHA-256, as Firecracker keeps a
+// snapshot as a state file plus a memory file. Guest memory is written as
+// a sparse file (pages of zeros are holes); every other component's state
+// is a JSON file of its own. The manifest is written last, by rename, so a
+// directory with a manifest holds a complete snapshot; reading checks the
+// format version and every file's size and hash before anything is used,
+// so a damaged or truncated snapshot is refused with one line and nothing
+// of it reaches a guest.
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// FormatVersion is the snapshot format this govmm writes and reads. A
+// change to any component's saved form is a new version.
+const FormatVersion = 1
+
+// ManifestName is the manifest's file name in a snapshot directory.
+const ManifestName = "manifest.json"
+
+// Manifest describes a snapshot.
+type Manifest struct {
+	Format  int       `json:"format"`
+	Govmm   string    `json:"govmm"` // the govmm that wrote it (its version)
+	Created time.Time `json:"created"`
+	// Config is the VM's configuration as its writer encodes it (vmm's).
+	Config json.RawMessage `json:"config"`
+	Files  []File          `json:"files"`
+}
+
+// File is one file of a snapshot.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Sparse bool   `json:"sparse,omitempty"` // guest memory: zero pages are holes
+}
+
+// Writer writes a snapshot into a new directory.
+type Writer struct {
+	dir   string
+	files []File
+}
+
+// Create makes dir (which must not exist, or be empty) for a snapshot.
+func Create(dir string) (*Writer, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if len(ents) > 0 {
+		return nil, fmt.Errorf("snapshot: %s is not empty", dir)
+	}
+	return &Writer{dir: dir}, nil
+}
+
+// WriteJSON writes v as the JSON file name.
+func (w *Writer) WriteJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", name, err)
+	}
+	return w.write(name, false, func(f *os.File, h hash.Hash) (int64, error) {
+		n, err := f.Write(b)
+		h.Write(b)
+		return int64(n), err
+	})
+}
+
+// pageSize is the granule of a sparse memory file's holes.
+const pageSize = 4096
+
+// WriteMemory writes mem as the sparse file name: pages of zeros are left
+// as holes, so an idle guest's memory costs little disk.
+func (w *Writer) WriteMemory(name string, mem []byte) error {
+	return w.write(name, true, func(f *os.File, h hash.Hash) (int64, error) {
+		var zero [pageSize]byte
+		for off := 0; off < len(mem); off += pageSize {
+			page := mem[off:min(off+pageSize, len(mem))]
+			h.Write(page)
+			if bytes.Equal(page, zero[:len(page)]) {
+				continue
+			}
+			if _, err := f.WriteAt(page, int64(off)); err != nil {
+				return 0, err
+			}
+		}
+		return int64(len(mem)), f.Truncate(int64(len(mem)))
+	})
+}
+
+func (w *Writer) write(name string, sparse bool, fill func(*os.File, hash.Hash) (int64, error)) error {
+	if name == ManifestName || filepath.Base(name) != name {
+		return fmt.Errorf("snapshot: %q is not a file name a snapshot may use", name)
+	}
+	f, err := os.OpenFile(filepath.Join(w.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	h := sha256.New()
+	n, err := fill(f, h)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", name, err)
+	}
+	w.files = append(w.files, File{Name: name, Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), Sparse: sparse})
+	return nil
+}
+
+// Finish writes the manifest, naming every file written, with config (the
+// VM's configuration) and version (the writer's govmm version). Until it
+// returns, the directory is not a snapshot.
+func (w *Writer) Finish(config any, version string) error {
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return fmt.Errorf("snapshot config: %w", err)
+	}
+	m := Manifest{Format: FormatVersion, Govmm: version, Created: time.Now().UTC(), Config: cfg, Files: w.files}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot manifest: %w", err)
+	}
+	tmp := filepath.Join(w.dir, ManifestName+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(w.dir, ManifestName)); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return nil
+}
+
+// Reader reads a snapshot whose every file has been checked.
+type Reader struct {
+	dir      string
+	Manifest Manifest
+	byName   map[string]File
+}
+
+// Open reads dir's manifest and checks the snapshot: the format version
+// (another one is refused, naming both), and every file's size and SHA-256
+// (a truncated, extended or damaged file is refused, naming it).
+func Open(dir string) (*Reader, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: no manifest: %w", dir, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("snapshot %s: damaged manifest: %v", dir, err)
+	}
+	if m.Format != FormatVersion {
+		return nil, fmt.Errorf("snapshot %s is format version %d (written by govmm %s); this govmm reads version %d", dir, m.Format, m.Govmm, FormatVersion)
+	}
+	r := &Reader{dir: dir, Manifest: m, byName: map[string]File{}}
+	for _, f := range m.Files {
+		if filepath.Base(f.Name) != f.Name || f.Name == ManifestName {
+			return nil, fmt.Errorf("snapshot %s: the manifest names %q, not a file of the snapshot", dir, f.Name)
+		}
+		if err := r.check(f); err != nil {
+			return nil, err
+		}
+		r.byName[f.Name] = f
+	}
+	return r, nil
+}
+
+// check verifies f's size and hash.
+func (r *Reader) check(f File) error {
+	fd, err := os.Open(filepath.Join(r.dir, f.Name))
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", r.dir, err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", r.dir, err)
+	}
+	if st.Size() != f.Size {
+		return fmt.Errorf("snapshot %s: %s is %d bytes, the manifest says %d (truncated or extended)", r.dir, f.Name, st.Size(), f.Size)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, fd); err != nil {
+		return fmt.Errorf("snapshot %s: %s: %w", r.dir, f.Name, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
+		return fmt.Errorf("snapshot %s: %s is damaged (SHA-256 %s, the manifest says %s)", r.dir, f.Name, got[:16], f.SHA256[:min(16, len(f.SHA256))])
+	}
+	return nil
+}
+
+// ReadJSON decodes the JSON file name into v.
+func (r *Reader) ReadJSON(name string, v any) error {
+	if _, ok := r.byName[name]; !ok {
+		return fmt.Errorf("snapshot %s: no %s in the manifest", r.dir, name)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, name))
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", r.dir, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("snapshot %s: %s: %v", r.dir, name, err)
+	}
+	return nil
+}
+
+// ReadMemory reads the memory file name into mem, which must be its size.
+func (r *Reader) ReadMemory(name string, mem []byte) error {
+	f, ok := r.byName[name]
+	if !ok {
+		return fmt.Errorf("snapshot %s: no %s in the manifest", r.dir, name)
+	}
+	if f.Size != int64(len(mem)) {
+		return fmt.Errorf("snapshot %s: %s holds %d bytes of guest memory, the VM has %d", r.dir, name, f.Size, len(mem))
+	}
+	fd, err := os.Open(filepath.Join(r.dir, name))
+	if err != nil {
+		return fmt.Errorf("snapshot %s: %w", r.dir, err)
+	}
+	defer fd.Close()
+	if _, err := io.ReadFull(fd, mem); err != nil {
+		return fmt.Errorf("snapshot %s: %s: %w", r.dir, name, err)
+	}
+	return nil
+}
