@@ -343,6 +343,17 @@ type MPState struct {
 	State uint32
 }
 
+// ClockData is struct kvm_clock_data (KVM_GET_CLOCK, KVM_SET_CLOCK): the
+// VM's kvmclock, which a restored VM continues from.
+type ClockData struct {
+	Clock    uint64
+	Flags    uint32
+	Pad0     uint32
+	Realtime uint64
+	HostTSC  uint64
+	Pad      [4]uint32
+}
+
 // StatsHeader is struct kvm_stats_header.
 type StatsHeader struct {
 	Flags      uint32

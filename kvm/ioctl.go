@@ -50,6 +50,10 @@ var (
 	kvmSetXCRs             = iow(0xa7, 392)
 	kvmGetXSAVE2           = ior(0xcf, 4096)
 	kvmSetDebugRegs        = iow(0xa2, 128)
+	kvmGetDebugRegs        = ior(0xa1, 128)
+	kvmSetMPState          = iow(0x99, 4)
+	kvmGetClock            = ior(0x7c, 48)
+	kvmSetClock            = iow(0x7b, 48)
 	kvmRegisterCoalesced   = iow(0x67, 16)
 	kvmSignalMSI           = iow(0xa5, 32)
 	kvmSetGSIRouting       = iow(0x6a, 8)
@@ -92,7 +96,9 @@ var Ioctls = []Ioctl{
 	{"KVM_SET_XSAVE", kvmSetXSAVE, true, "XSAVE-family completions, INIT"},
 	{"KVM_GET_XCRS", kvmGetXCRs, true, "XGETBV/XSETBV completions"},
 	{"KVM_SET_XCRS", kvmSetXCRs, true, "XSETBV completions, INIT"},
-	{"KVM_GET_MP_STATE", kvmGetMPState, true, "dumps"},
+	{"KVM_GET_MP_STATE", kvmGetMPState, true, "dumps, snapshots"},
+	{"KVM_GET_DEBUGREGS", kvmGetDebugRegs, true, "snapshots"},
+	{"KVM_GET_CLOCK", kvmGetClock, true, "snapshots: the VM's kvmclock"},
 	{"KVM_SET_SIGNAL_MASK", kvmSetSignalMask, true, "a vCPU thread's kick signal, set as its loop starts"},
 	{"KVM_GET_TSC_KHZ", kvmGetTSCKHz, true, "the LAPIC timer's clock"},
 	{"KVM_IOEVENTFD", kvmIOEventFD, true, "a virtio queue's notify eventfd, re-registered as the guest moves its BAR"},
@@ -114,6 +120,8 @@ var Ioctls = []Ioctl{
 	{"KVM_ENABLE_CAP", kvmEnableCap, false, "building the VM (user-space MSRs, the PMU off)"},
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
 	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
+	{"KVM_SET_MP_STATE", kvmSetMPState, false, "restoring a snapshot (building the vCPUs)"},
+	{"KVM_SET_CLOCK", kvmSetClock, false, "restoring a snapshot: the VM's kvmclock"},
 	{"KVM_SET_LAPIC", kvmSetLAPIC, false, "--lapic=kvm: building the vCPUs (x2APIC at hand-off)"},
 }
 

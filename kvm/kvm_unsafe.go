@@ -401,6 +401,29 @@ func (c *VCPU) MPState() (uint32, error) {
 	return s.State, wrap("KVM_GET_MP_STATE", err)
 }
 
+// SetMPState is KVM_SET_MP_STATE.
+func (c *VCPU) SetMPState(state uint32) error {
+	s := MPState{State: state}
+	return wrap("KVM_SET_MP_STATE", ioctlPtr(c.fd, kvmSetMPState, &s))
+}
+
+// DebugRegs is KVM_GET_DEBUGREGS.
+func (c *VCPU) DebugRegs() (DebugRegs, error) {
+	var d DebugRegs
+	return d, wrap("KVM_GET_DEBUGREGS", ioctlPtr(c.fd, kvmGetDebugRegs, &d))
+}
+
+// Clock is KVM_GET_CLOCK: the VM's kvmclock now.
+func (vm *VM) Clock() (ClockData, error) {
+	var d ClockData
+	return d, wrap("KVM_GET_CLOCK", ioctlPtr(vm.fd, kvmGetClock, &d))
+}
+
+// SetClock is KVM_SET_CLOCK.
+func (vm *VM) SetClock(d ClockData) error {
+	return wrap("KVM_SET_CLOCK", ioctlPtr(vm.fd, kvmSetClock, &d))
+}
+
 // TSCKHz is KVM_GET_TSC_KHZ.
 func (c *VCPU) TSCKHz() (uint32, error) {
 	r, err := ioctl(c.fd, kvmGetTSCKHz, 0)
