@@ -87,6 +87,7 @@ type fakeCPU struct {
 	injected  []uint8 // every KVM_INTERRUPT
 	nmis      int
 	smis      int
+	saves     int   // SaveState calls
 	nmiErr    error // what KVM_NMI answers (nil: it queues the NMI)
 	intErr    error // what KVM_INTERRUPT answers, when set (nil: it queues the vector)
 	eventsErr error // what KVM_SET_VCPU_EVENTS answers, when set
@@ -225,6 +226,13 @@ func (f *fakeCPU) NMI() error {
 	}
 	f.nmis++
 	return nil
+}
+
+// SaveState is the fake's state as KVM_GET_* would read it: its registers
+// (with whatever the last KVM_RUN loaded).
+func (f *fakeCPU) SaveState([]uint32, int) (kvm.VCPUState, error) {
+	f.saves++
+	return kvm.VCPUState{Regs: f.regs, Sregs: f.sregs}, nil
 }
 
 func (f *fakeCPU) SMI() error {

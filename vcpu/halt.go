@@ -36,6 +36,9 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 		// A dump request wakes the vCPU too (RequestDump): served here,
 		// with the registers of its last exit, this HLT's.
 		v.maybeDump(v.kvm.RunData())
+		if v.maybePark(LoopHalted, ifFlag) != nil {
+			return vlapic.Pending{}, false
+		}
 		p, e := v.enter()
 		if p.Wakes(ifFlag) {
 			if polled && !slept {

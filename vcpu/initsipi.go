@@ -129,6 +129,9 @@ func (v *VCPU) waitSIPI() error {
 		if v.stopped() {
 			return errStop
 		}
+		if err := v.maybePark(LoopWaitSIPI, false); err != nil {
+			return err
+		}
 	}
 }
 

@@ -32,6 +32,11 @@ func (v *VCPU) runInKernel(run *kvm.Run) error {
 		if v.stopped() {
 			return nil
 		}
+		if err := v.maybePark(LoopRunning, false); errors.Is(err, errStop) {
+			return nil
+		} else if err != nil {
+			return &Error{v.id, err}
+		}
 		v.yieldIfDue()
 		v.state.Store(uint32(StateGuest))
 		err := v.kvm.Run()

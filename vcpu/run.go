@@ -33,6 +33,7 @@ func (v *VCPU) Run() error {
 		}
 	}
 	defer v.maybeDump(nil) // a request that came as the loop ended (see RequestDump)
+	defer v.failParkOnStop()
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 	defer func() { // a kick the VM's end brought, before any entry counted it
@@ -74,6 +75,11 @@ func (v *VCPU) Run() error {
 	for {
 		if v.stopped() {
 			return nil
+		}
+		if err := v.maybePark(LoopRunning, false); errors.Is(err, errStop) {
+			return nil
+		} else if err != nil {
+			return &Error{v.id, err}
 		}
 		v.yieldIfDue()
 		v.state.Store(uint32(StateGuest))

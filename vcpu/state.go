@@ -23,9 +23,12 @@ const (
 	StateWaitSIPI
 	// StateStopped: the loop has returned.
 	StateStopped
+	// StateParked: the loop is parked on request (park.go), its state
+	// saved; Notify does nothing (what arrives is seen on release).
+	StateParked
 )
 
-var stateNames = [...]string{"vmm", "guest", "halted", "wait-for-sipi", "stopped"}
+var stateNames = [...]string{"vmm", "guest", "halted", "wait-for-sipi", "stopped", "parked"}
 
 func (s State) String() string {
 	if int(s) < len(stateNames) {

@@ -161,13 +161,18 @@ type VCPU struct {
 	windowFor int // the vector the interrupt window was asked for; -1: none
 
 	smm bool // Config.SMM: an SMI is injected, not dropped
+
+	// parkReq is a pending request to park (park.go): set by any thread
+	// (Park), taken by the vCPU's own thread at a parking point.
+	parkReq   atomic.Pointer[Parking]
+	xsaveSize int // Config.XSAVESize: KVM_GET_XSAVE2's size, for SaveState
 }
 
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize}
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil

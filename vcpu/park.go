@@ -1,0 +1,153 @@
+// This file holds parking: a vCPU stopped on request at a point where its
+// state is whole, saved on its own thread, and held there until released.
+// A snapshot parks every vCPU (and so the guest) before it saves anything.
+//
+// A vCPU parks where its loop checks for the request: before an entry
+// (running), in a halt's wait (halted) and in the wait for a Startup IPI.
+// Before an entry, the exit it has just served may have left an
+// instruction half done (a port or MMIO read whose data KVM puts in place
+// at the next KVM_RUN, a string instruction's next round): KVM_RUN with
+// immediate_exit completes it and returns at once (KVM's API: "the
+// operation is complete, and guest state consistent, only after
+// re-entering KVM_RUN"; QEMU does the same before saving), serving any
+// further exit it needs. Nothing is injected first: a vector the LAPIC
+// holds stays there, in the LAPIC's saved state.
+
+package vcpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
+)
+
+// LoopState is where a parked vCPU's loop was, which is where a restored
+// one resumes.
+type LoopState uint8
+
+const (
+	LoopRunning  LoopState = iota // between exits: the next step is an entry
+	LoopHalted                    // in a HLT, waiting for what ends it
+	LoopWaitSIPI                  // after INIT (or from reset), waiting for a Startup IPI
+)
+
+// Saved is a parked vCPU's state: KVM's (nil-free for a vCPU on either
+// LAPIC) and its loop's.
+type Saved struct {
+	Loop LoopState
+	// HaltIF: the HLT was executed with RFLAGS.IF set (a vector ends it).
+	HaltIF bool
+	// Events are those the loop latched from its LAPIC and has not acted
+	// on yet (an INIT, SIPI, NMI or SMI).
+	Events vlapic.Events
+	KVM    kvm.VCPUState
+}
+
+// Parking is one request that a vCPU park.
+type Parking struct {
+	parked  chan struct{}
+	release chan struct{}
+	// Saved and Err are set before Parked's channel closes.
+	Saved Saved
+	Err   error
+}
+
+// Parked is closed once the vCPU is parked with its state in Saved (or
+// Err), or has ended without parking (Err says so).
+func (p *Parking) Parked() <-chan struct{} { return p.parked }
+
+// Release lets the parked vCPU go on.
+func (p *Parking) Release() { close(p.release) }
+
+// ErrNotParked is Parking.Err for a vCPU whose loop ended first.
+var ErrNotParked = errors.New("the vCPU's loop ended before it parked")
+
+// Park asks the vCPU to park at its next parking point; wait on Parked,
+// then Release. One request at a time: a second one before the first is
+// served is refused.
+func (v *VCPU) Park() (*Parking, error) {
+	p := &Parking{parked: make(chan struct{}), release: make(chan struct{})}
+	if !v.parkReq.CompareAndSwap(nil, p) {
+		return nil, fmt.Errorf("vCPU %d: already asked to park", v.id)
+	}
+	v.Notify()
+	if v.State() == StateStopped {
+		// As RequestDump: the loop has returned, or serves requests on
+		// its way out; the swap decides.
+		if q := v.parkReq.Swap(nil); q != nil {
+			q.Err = ErrNotParked
+			close(q.parked)
+		}
+	}
+	return p, nil
+}
+
+// maybePark serves a park request at one of the loop's parking points.
+// It returns errStop if the VM ended while the vCPU was parked. A state
+// that could not be saved is the requester's failure (Parking.Err: the
+// snapshot fails with it), and the vCPU goes on.
+func (v *VCPU) maybePark(loop LoopState, haltIF bool) error {
+	if v.parkReq.Load() == nil {
+		return nil
+	}
+	p := v.parkReq.Swap(nil)
+	if p == nil {
+		return nil
+	}
+	p.Saved = Saved{Loop: loop, HaltIF: haltIF, Events: v.events}
+	if err := v.completeIO(); err != nil {
+		p.Err = err
+	} else {
+		p.Saved.KVM, p.Err = v.kvm.SaveState(kvm.SnapshotMSRs, v.xsaveSize)
+	}
+	prev := v.state.Swap(uint32(StateParked))
+	close(p.parked)
+	select {
+	case <-p.release:
+	case <-v.done:
+	}
+	v.state.Store(prev)
+	if v.stopped() {
+		return errStop
+	}
+	return nil
+}
+
+// completeIO finishes what the last exit left half done: KVM_RUN with
+// immediate_exit set completes an emulated access and returns EINTR
+// without entering the guest. A string instruction may need another
+// round of its exit first, which is served like any exit.
+func (v *VCPU) completeIO() error {
+	run := v.kvm.RunData()
+	for range maxCompletionRounds {
+		v.kvm.SetImmediateExit(true)
+		err := v.kvm.Run()
+		v.kvm.SetImmediateExit(false)
+		if endedWithoutExit(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("completing the last exit before parking: KVM_RUN: %w", err)
+		}
+		v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
+		if err := v.handleExit(run); err != nil {
+			return fmt.Errorf("completing the last exit before parking: %w", err)
+		}
+	}
+	return fmt.Errorf("completing the last exit before parking: still exiting after %d rounds", maxCompletionRounds)
+}
+
+// maxCompletionRounds bounds completeIO: a REP string instruction
+// completes a page's worth of its accesses per exit.
+const maxCompletionRounds = 4096
+
+// failParkOnStop answers a request the loop will never serve (it is
+// returning).
+func (v *VCPU) failParkOnStop() {
+	if p := v.parkReq.Swap(nil); p != nil {
+		p.Err = ErrNotParked
+		close(p.parked)
+	}
+}
