@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/govmm/govmm/accounting"
@@ -67,6 +68,8 @@ type VM struct {
 	// smm: guest RAM is mapped in KVM's SMM address space as well
 	// (mapSMM), so a vCPU that takes an SMI on either LAPIC enters SMM.
 	smm bool
+	// pausing: a Pause is in progress (pause.go); one at a time.
+	pausing atomic.Bool
 	// kstats are the vCPUs' KVM statistics (KVM_GET_STATS_FD), opened
 	// with them under --lapic=kvm; nil otherwise. Reading one is a
 	// pread, safe from any thread.
