@@ -26,9 +26,15 @@ type Options struct {
 	Interval time.Duration
 	// History is how many samples /api/v1/history keeps. Default 300.
 	History int
-	// AllowRemote lets Listen bind a non-loopback address. The dashboard
-	// has no authentication; it is for the machine the VM runs on.
+	// AllowRemote lets Listen bind a non-loopback address. The read-only
+	// dashboard has no authentication; it is for the machine the VM runs
+	// on.
 	AllowRemote bool
+	// Control and ControlToken, both set, add the control endpoint
+	// (control.go): POST /api/v1/control/pause and .../resume, each
+	// request carrying the token.
+	Control      Controller
+	ControlToken string
 }
 
 // Server is the dashboard of one Source.
@@ -79,6 +85,7 @@ func newServer(src Source, opts Options) *Server {
 	s.mux.HandleFunc("GET /api/v1/history", s.handleHistory)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	s.mux.HandleFunc("GET /{$}", s.handlePage)
+	s.registerControl(opts.Control, opts.ControlToken)
 	return s
 }
 

@@ -35,7 +35,7 @@ type Source interface {
 // CPUView is one vCPU as the dashboard sees it at one instant.
 type CPUView struct {
 	CPU   int
-	State string // vcpu.State's name: vmm, guest, halted, wait-for-sipi, stopped
+	State string // vcpu.State's name: vmm, guest, halted, wait-for-sipi, stopped, parked
 	APIC  vlapic.State
 }
 

@@ -56,6 +56,7 @@ var badInputs = []struct {
 	{"run --lapic=qemu $D/k.elf", `run: invalid value "qemu" for flag -lapic: --lapic="qemu": want govmm or kvm (see 'govmm run --help')`, 2},
 	{"run --kvm $D/kvm --lapic=kvm --avic $D/k.elf", "--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC", 2},
 	{"boot --kvm $D/kvm --lapic=kvm --avic", "--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC", 2},
+	{"run --kvm $D/kvm --control-token-file $D/tok $D/k.elf", "--control-token-file needs --dashboard (the control endpoint is the dashboard's)", 2},
 	{"bench-rtt --lapic=xen", `--lapic="xen": want govmm or kvm`, 2},
 	{"run --kvm $D/kvm --cpu-affinity 0,x $D/k.elf", `--cpu-affinity=0,x: "x" is not a host CPU number`, 2},
 	{"run --kvm $D/kvm --cpu-affinity 100000 $D/k.elf", "--cpu-affinity: host CPU 100000 is not one this process may run on (taskset -p $$ lists them)", 2},

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 type dashFlags struct {
 	addr    *string
 	remote  *bool
+	token   *string
 	stall   *time.Duration
 	symFile *string
 }
@@ -29,6 +33,8 @@ func addDashFlags(fs *flag.FlagSet) dashFlags {
 		addr: fs.String("dashboard", "", "serve the live dashboard, JSON API and /metrics at ADDR (e.g. "+
 			dashboard.DefaultAddr+"); loopback only unless --dashboard-remote"),
 		remote: fs.Bool("dashboard-remote", false, "let --dashboard listen on a non-loopback address"),
+		token: fs.String("control-token-file", "", "with --dashboard: write a fresh random token to this file (mode 0600) and serve the control endpoint "+
+			"(POST /api/v1/control/pause and /resume, each with Authorization: Bearer TOKEN)"),
 		stall: fs.Duration("stall-dump", time.Minute, "print every vCPU's state (as SIGUSR2 does) once no vCPU has exited for this long "+
 			"while some are in guest mode (0: never)"),
 		symFile: fs.String("symbols", "", "name guest kernel addresses in dumps from this System.map or ELF vmlinux "+
@@ -54,6 +60,9 @@ func (d dashFlags) symbols() (*ksyms.Table, error) {
 // built).
 func (d dashFlags) check() error {
 	if *d.addr == "" {
+		if *d.token != "" {
+			return fmt.Errorf("--control-token-file needs --dashboard (the control endpoint is the dashboard's)")
+		}
 		return nil
 	}
 	host, port, err := net.SplitHostPort(*d.addr)
@@ -78,7 +87,15 @@ func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Inf
 	if *d.addr == "" {
 		return func() {}, nil
 	}
-	srv := dashboard.New(dashboard.VMSource(vm, con, info), dashboard.Options{AllowRemote: *d.remote})
+	opts := dashboard.Options{AllowRemote: *d.remote}
+	if *d.token != "" {
+		tok, err := writeControlToken(*d.token)
+		if err != nil {
+			return nil, err
+		}
+		opts.Control, opts.ControlToken = dashboard.VMControl(vm), tok
+	}
+	srv := dashboard.New(dashboard.VMSource(vm, con, info), opts)
 	l, err := srv.Listen(*d.addr)
 	if err != nil {
 		srv.Close()
@@ -117,4 +134,27 @@ func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, f vmFlags, 
 		return vmm.Result{}, err
 	}
 	return vm.Run(timeout), nil
+}
+
+// writeControlToken writes a fresh random token (32 bytes, hex) to path,
+// readable by its owner only, and returns it.
+func writeControlToken(path string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("--control-token-file: %w", err)
+	}
+	tok := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("--control-token-file: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return "", fmt.Errorf("--control-token-file: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("--control-token-file: %w", err)
+	}
+	return tok, f.Close()
 }
