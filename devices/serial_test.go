@@ -348,3 +348,33 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// TestSerialSaveRestore: a UART with its registers programmed, the THRE
+// interrupt pending and input waiting restores as the same UART, and its
+// interrupt line is driven to match.
+func TestSerialSaveRestore(t *testing.T) {
+	a := NewSerial(io.Discard)
+	a.Input([]byte("hi"))
+	a.Out(0, 0x3FB, []byte{0x03}) // LCR: 8N1
+	a.Out(0, 0x3FC, []byte{0x08}) // MCR: OUT2
+	a.Out(0, 0x3F9, []byte{0x03}) // IER: RDA and THRE
+	v := a.Save()
+	if string(v.RX) != "hi" || v.IER != 3 || v.LCR != 3 {
+		t.Fatalf("saved %+v", v)
+	}
+	var level []bool
+	b := NewSerial(io.Discard)
+	b.IRQ = func(l bool) { level = append(level, l) }
+	if err := b.Restore(v); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Save(); string(got.RX) != "hi" || got.IER != v.IER || got.MCR != v.MCR || got.THREPending != v.THREPending {
+		t.Errorf("restored UART saves as %+v, want %+v", got, v)
+	}
+	if len(level) != 1 || !level[0] {
+		t.Errorf("IRQ line after restore %v, want raised once", level)
+	}
+	if err := b.Restore(SerialSaved{RX: make([]byte, SerialRxSize+1)}); err == nil {
+		t.Error("more input than the FIFO holds was restored")
+	}
+}

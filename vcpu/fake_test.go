@@ -88,6 +88,7 @@ type fakeCPU struct {
 	nmis      int
 	smis      int
 	saves     int   // SaveState calls
+	restores  int   // RestoreState calls
 	nmiErr    error // what KVM_NMI answers (nil: it queues the NMI)
 	intErr    error // what KVM_INTERRUPT answers, when set (nil: it queues the vector)
 	eventsErr error // what KVM_SET_VCPU_EVENTS answers, when set
@@ -233,6 +234,13 @@ func (f *fakeCPU) NMI() error {
 func (f *fakeCPU) SaveState([]uint32, int) (kvm.VCPUState, error) {
 	f.saves++
 	return kvm.VCPUState{Regs: f.regs, Sregs: f.sregs}, nil
+}
+
+// RestoreState loads the fake's registers.
+func (f *fakeCPU) RestoreState(s kvm.VCPUState) error {
+	f.restores++
+	f.regs, f.sregs = s.Regs, s.Sregs
+	return nil
 }
 
 func (f *fakeCPU) SMI() error {

@@ -31,8 +31,10 @@ type Hardware interface {
 	SetEvents(e kvm.VCPUEvents) error
 	Sregs() (kvm.Sregs, error)
 	SetSregs(s kvm.Sregs) error
-	// SaveState reads the vCPU's whole state for a snapshot (park.go).
+	// SaveState reads the vCPU's whole state for a snapshot (park.go);
+	// RestoreState writes it back (resume).
 	SaveState(msrs []uint32, xsaveSize int) (kvm.VCPUState, error)
+	RestoreState(s kvm.VCPUState) error
 
 	// The exit payloads, inside kvm_run.
 	IO() (*kvm.IOExit, []byte)

@@ -151,3 +151,26 @@ func (v *VCPU) failParkOnStop() {
 		close(p.parked)
 	}
 }
+
+// resumeSaved puts a restored vCPU where it was parked: KVM's state loaded
+// on this thread, the latched events back, and a vCPU that was halted or
+// waiting for SIPI waiting again (the loop then enters as usual). It
+// returns errStop if the VM ended while it waited.
+func (v *VCPU) resumeSaved(s Saved) error {
+	if err := v.kvm.RestoreState(s.KVM); err != nil {
+		return fmt.Errorf("restoring the saved state: %w", err)
+	}
+	v.events = s.Events
+	switch s.Loop {
+	case LoopRunning:
+		return nil
+	case LoopHalted:
+		if !v.halt(s.HaltIF) {
+			return errStop
+		}
+		return nil
+	case LoopWaitSIPI:
+		return v.waitSIPI()
+	}
+	return fmt.Errorf("saved loop state %d is none of running, halted or waiting for SIPI", s.Loop)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/vlapic"
 )
 
 // parked waits for p to park.
@@ -110,4 +111,44 @@ func TestParkEnded(t *testing.T) {
 	if _, err := r2.cpus[0].Park(); err == nil {
 		t.Error("a second park request while one waits was accepted")
 	}
+}
+
+// TestResume: a vCPU restored from a snapshot loads its saved state into
+// KVM on its own thread (no boot state) and goes on where it was parked:
+// halted, it waits for what ends the HLT; running, it enters at once with
+// its saved latched events acted on.
+func TestResume(t *testing.T) {
+	t.Run("halted", func(t *testing.T) {
+		r := newRig(t, 1)
+		f := newFake(outb(0x80, 0))
+		r.fakes[0] = f
+		r.build()
+		saved := &Saved{Loop: LoopHalted, HaltIF: true, KVM: kvm.VCPUState{Regs: kvm.Regs{RIP: 0x5000, RFLAGS: 0x202}}}
+		r.cpus[0] = New(0, Config{KVM: f, LAPIC: r.apics.LAPIC(0), Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
+			Done: r.done, Resume: saved, SMM: true})
+		errc := make(chan error, 1)
+		go func() { errc <- r.cpus[0].Run() }()
+		r.waitState(0, StateHalted)
+		if f.restores != 1 || f.regs.RIP != 0x5000 || len(f.entries) != 0 {
+			t.Errorf("%d restores, RIP %#x, %d entries: want the saved state loaded and no entry while halted", f.restores, f.regs.RIP, len(f.entries))
+		}
+		r.deliver(0, 0x45)
+		r.check(<-errc)
+		if len(f.injected) != 1 || f.injected[0] != 0x45 {
+			t.Errorf("injected %v, want 0x45", f.injected)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		r := newRig(t, 1)
+		f := newFake(open(kvm.ExitIRQWindowOpen), outb(0x80, 0))
+		r.fakes[0] = f
+		r.build()
+		saved := &Saved{Loop: LoopRunning, Events: vlapic.Events{NMIs: 1}, KVM: kvm.VCPUState{Regs: kvm.Regs{RIP: 0x6000, RFLAGS: 0x202}}}
+		r.cpus[0] = New(0, Config{KVM: f, LAPIC: r.apics.LAPIC(0), Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
+			Done: r.done, Resume: saved, SMM: true})
+		r.check(r.cpus[0].Run())
+		if f.restores != 1 || f.nmis != 1 {
+			t.Errorf("%d restores, %d NMIs: want the state loaded and the latched NMI injected", f.restores, f.nmis)
+		}
+	})
 }

@@ -57,7 +57,13 @@ func (v *VCPU) Run() error {
 	// segment and control registers only when a handler asks (sregs): on
 	// VMX storing them costs a dozen VMCS reads that most exits never use.
 	run.ValidRegs = kvm.SyncRegsGPR
-	if v.boot != nil {
+	if v.resume != nil {
+		if err := v.resumeSaved(*v.resume); errors.Is(err, errStop) {
+			return nil
+		} else if err != nil {
+			return &Error{v.id, err}
+		}
+	} else if v.boot != nil {
 		if err := v.boot.apply(v.kvm); err != nil {
 			return &Error{v.id, err}
 		}
@@ -65,7 +71,7 @@ func (v *VCPU) Run() error {
 	if v.inKernel != nil {
 		return v.runInKernel(run)
 	}
-	if v.boot == nil {
+	if v.boot == nil && v.resume == nil {
 		if err := v.waitSIPI(); errors.Is(err, errStop) {
 			return nil
 		} else if err != nil {

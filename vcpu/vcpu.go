@@ -32,6 +32,10 @@ type Config struct {
 	// exits that reach user space (inkernel.go). KVM must then implement
 	// InKernel.
 	InKernel bool
+	// Resume, for a vCPU restored from a snapshot, is its saved state: the
+	// loop loads it into KVM on its own thread and goes on where it was
+	// (running, halted, waiting for SIPI). Boot is then nil.
+	Resume *Saved
 	// SMM: the VM's memory is mapped in KVM's SMM address space too, so
 	// an SMI the LAPIC accepts is injected (KVM_SMI). false: the host's
 	// KVM has no SMM, and such an SMI is counted as dropped.
@@ -166,13 +170,14 @@ type VCPU struct {
 	// (Park), taken by the vCPU's own thread at a parking point.
 	parkReq   atomic.Pointer[Parking]
 	xsaveSize int // Config.XSAVESize: KVM_GET_XSAVE2's size, for SaveState
+	resume    *Saved
 }
 
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume}
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil
