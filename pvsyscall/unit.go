@@ -168,3 +168,17 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// Save returns each vCPU's registered SYSCALL entry (0: none), for a
+// snapshot. Every vCPU must be parked.
+func (u *Unit) Save() []uint64 { return append([]uint64(nil), u.entry...) }
+
+// Restore sets each vCPU's registered SYSCALL entry; a list for another
+// vCPU count is refused.
+func (u *Unit) Restore(entry []uint64) error {
+	if len(entry) != len(u.entry) {
+		return fmt.Errorf("SYSCALL doorbell: %d vCPUs' entries for a VM of %d", len(entry), len(u.entry))
+	}
+	copy(u.entry, entry)
+	return nil
+}

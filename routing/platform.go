@@ -62,6 +62,9 @@ func NewPlatform(apics Delivery, mem *memory.Memory, obs Observer, iommu, eim bo
 	return p
 }
 
+// IOAPIC is the platform's IOAPIC (a snapshot saves and restores it).
+func (p *Platform) IOAPIC() *vioapic.IOAPIC { return p.ioapic }
+
 // Fire is the IOAPIC's output: decode (or translate) the entry and deliver.
 func (p *Platform) Fire(pin int, rte uint64) bool {
 	p.obs.IOAPICFired()

@@ -186,6 +186,11 @@ type Config struct {
 	// messages stay on the serial port until the guest's driver is up),
 	// and ConsoleInput goes to it instead of the serial port.
 	VirtioConsole bool
+
+	// restore, set by Restore, makes New build the VM of a snapshot: no
+	// kernel is loaded, each vCPU resumes its saved state, and the
+	// snapshot's memory and devices' state are loaded last.
+	restore *restoring
 }
 
 // Disk is a virtio-blk backing file.

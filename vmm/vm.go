@@ -215,9 +215,13 @@ func New(cfg Config) (vm *VM, err error) {
 	if err = vm.mapSMM(); err != nil {
 		return nil, err
 	}
-	boot, err := vm.loadKernel()
-	if err != nil {
-		return nil, fmt.Errorf("cannot load %s: %w", kernelName(cfg.KernelPath), err)
+	var boot *vcpu.EntryState
+	if cfg.restore == nil {
+		if boot, err = vm.loadKernel(); err != nil {
+			return nil, fmt.Errorf("cannot load %s: %w", kernelName(cfg.KernelPath), err)
+		}
+	} else {
+		vm.linux = cfg.restore.cfg.Linux
 	}
 	if w, ok := cfg.Console.(AccountingWatcher); ok {
 		w.WatchAccounting(vm.acct)
@@ -246,6 +250,11 @@ func New(cfg Config) (vm *VM, err error) {
 	// in-guest fuzzer, guest/baremetal/fuzz.c).
 	if _, err = vm.fwcfg.AddFile(exitbus.MapFileName, exitbus.EncodeMap(vm.bus.Map())); err != nil {
 		return nil, err
+	}
+	if cfg.restore != nil {
+		if err = vm.loadSnapshot(cfg.restore); err != nil {
+			return nil, err
+		}
 	}
 	return vm, nil
 }
@@ -423,6 +432,9 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		cfg.XState, cfg.XSAVESize = layout, vm.sys.CheckExtension(kvm.CapXSAVE2)
 		if i == 0 {
 			cfg.Boot = boot
+		}
+		if rs := vm.cfg.restore; rs != nil {
+			cfg.Resume = &rs.cpus[i]
 		}
 		vm.cpus[i] = vcpu.New(i, cfg)
 	}
