@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -53,6 +54,10 @@ type File struct {
 type Writer struct {
 	dir   string
 	files []File
+	// open are the files Prepare opened ahead, by name (with the
+	// manifest): a process confined to no open(2) (package sandbox)
+	// writes through them.
+	open map[string]*os.File
 }
 
 // Create makes dir (which must not exist, or be empty) for a snapshot.
@@ -68,6 +73,53 @@ func Create(dir string) (*Writer, error) {
 		return nil, fmt.Errorf("snapshot: %s is not empty", dir)
 	}
 	return &Writer{dir: dir}, nil
+}
+
+// Prepare is Create that also opens, now, every file the snapshot will
+// have (names, and the manifest), so that writing it later needs no
+// open(2) or rename(2): what a sandboxed govmm may no longer do. The
+// manifest is then written in place, last; until it is complete the
+// directory reads as a damaged snapshot, never as a good one.
+func Prepare(dir string, names []string) (*Writer, error) {
+	w, err := Create(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.open = map[string]*os.File{}
+	for _, n := range append(slices.Clone(names), ManifestName) {
+		if n != ManifestName && (filepath.Base(n) != n) {
+			w.Close()
+			return nil, fmt.Errorf("snapshot: %q is not a file name a snapshot may use", n)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		w.open[n] = f
+	}
+	return w, nil
+}
+
+// Close closes the files Prepare opened and not yet written.
+func (w *Writer) Close() {
+	for n, f := range w.open {
+		f.Close()
+		delete(w.open, n)
+	}
+}
+
+// file opens name for writing: Prepare's file, or a new one.
+func (w *Writer) file(name string) (*os.File, error) {
+	if w.open == nil {
+		return os.OpenFile(filepath.Join(w.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	f, ok := w.open[name]
+	if !ok {
+		return nil, fmt.Errorf("%s was not prepared", name)
+	}
+	delete(w.open, name)
+	return f, nil
 }
 
 // WriteJSON writes v as the JSON file name.
@@ -109,7 +161,7 @@ func (w *Writer) write(name string, sparse bool, fill func(*os.File, hash.Hash) 
 	if name == ManifestName || filepath.Base(name) != name {
 		return fmt.Errorf("snapshot: %q is not a file name a snapshot may use", name)
 	}
-	f, err := os.OpenFile(filepath.Join(w.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := w.file(name)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
@@ -128,6 +180,16 @@ func (w *Writer) write(name string, sparse bool, fill func(*os.File, hash.Hash) 
 	return nil
 }
 
+// Bytes is the size of the files written so far (a memory file's holes
+// included).
+func (w *Writer) Bytes() int64 {
+	var n int64
+	for _, f := range w.files {
+		n += f.Size
+	}
+	return n
+}
+
 // Finish writes the manifest, naming every file written, with config (the
 // VM's configuration) and version (the writer's govmm version). Until it
 // returns, the directory is not a snapshot.
@@ -140,6 +202,25 @@ func (w *Writer) Finish(config any, version string) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("snapshot manifest: %w", err)
+	}
+	if w.open != nil {
+		f, err := w.file(ManifestName)
+		if err == nil {
+			_, err = f.Write(b)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if f != nil {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		w.Close()
+		if err != nil {
+			return fmt.Errorf("snapshot manifest: %w", err)
+		}
+		return nil
 	}
 	tmp := filepath.Join(w.dir, ManifestName+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {

@@ -83,9 +83,39 @@ type SnapshotInfo struct {
 	Took  time.Duration // from the pause to the manifest
 }
 
+// SnapshotFiles are the files a snapshot of this VM has (the manifest
+// aside): what snapshot.Prepare opens ahead for a sandboxed govmm.
+func (vm *VM) SnapshotFiles() []string {
+	names := []string{snapIOAPIC, snapSerial, snapClock, snapDoorbell}
+	for i := range vm.mem.Regions {
+		names = append(names, snapMemory(i))
+	}
+	for i := range vm.cpus {
+		names = append(names, snapVCPU(i), snapLAPIC(i))
+	}
+	return names
+}
+
+// CheckSnapshot says why this VM cannot be snapshotted yet, or nil.
+func (vm *VM) CheckSnapshot() error { return vm.cfg.snapshotRefusal() }
+
 // Snapshot saves the running VM into dir (new, or empty) inside a pause,
 // then lets the guest go on. version names the govmm that writes it.
 func (vm *VM) Snapshot(dir, version string) (SnapshotInfo, error) {
+	if err := vm.cfg.snapshotRefusal(); err != nil {
+		return SnapshotInfo{}, err
+	}
+	w, err := snapshot.Create(dir)
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	return vm.SnapshotInto(w, dir, version)
+}
+
+// SnapshotInto is Snapshot into a writer made already (snapshot.Prepare's,
+// in a sandboxed govmm).
+func (vm *VM) SnapshotInto(w *snapshot.Writer, dir, version string) (SnapshotInfo, error) {
+	defer w.Close()
 	if err := vm.cfg.snapshotRefusal(); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -95,10 +125,6 @@ func (vm *VM) Snapshot(dir, version string) (SnapshotInfo, error) {
 		return SnapshotInfo{}, fmt.Errorf("snapshot: %w", err)
 	}
 	defer vm.Resume(p)
-	w, err := snapshot.Create(dir)
-	if err != nil {
-		return SnapshotInfo{}, err
-	}
 	if err := vm.writeSnapshot(w, p); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -108,15 +134,7 @@ func (vm *VM) Snapshot(dir, version string) (SnapshotInfo, error) {
 	if err := w.Finish(sc, version); err != nil {
 		return SnapshotInfo{}, err
 	}
-	info := SnapshotInfo{Dir: dir, Took: time.Since(start)}
-	r, err := snapshot.Open(dir)
-	if err != nil {
-		return info, fmt.Errorf("snapshot: reading back what was written: %w", err)
-	}
-	for _, f := range r.Manifest.Files {
-		info.Bytes += f.Size
-	}
-	return info, nil
+	return SnapshotInfo{Dir: dir, Bytes: w.Bytes(), Took: time.Since(start)}, nil
 }
 
 // writeSnapshot writes every component's file of the paused VM.
