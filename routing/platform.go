@@ -65,6 +65,9 @@ func NewPlatform(apics Delivery, mem *memory.Memory, obs Observer, iommu, eim bo
 // IOAPIC is the platform's IOAPIC (a snapshot saves and restores it).
 func (p *Platform) IOAPIC() *vioapic.IOAPIC { return p.ioapic }
 
+// RemappingUnit is the platform's VT-d remapping unit, nil without one.
+func (p *Platform) RemappingUnit() *vintremap.Unit { return p.iommu }
+
 // Fire is the IOAPIC's output: decode (or translate) the entry and deliver.
 func (p *Platform) Fire(pin int, rte uint64) bool {
 	p.obs.IOAPICFired()

@@ -25,7 +25,7 @@ func TestSnapshotMidStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	var con vmm.ConsoleLog
-	cfg := vmm.Config{CPUs: 2, Cmdline: "mode=x2apic-phys count=20000", X2APIC: x2apicSetting(true),
+	cfg := vmm.Config{CPUs: 2, Cmdline: "mode=x2apic-phys count=20000", X2APIC: x2apicSetting(true), IOMMU: true,
 		Kernel: img, KernelPath: path, Console: &con}
 	vm, err := vmm.New(cfg)
 	if err != nil {

@@ -3,11 +3,12 @@
 // that goes on where the guest stopped. What a snapshot holds: the VM's
 // configuration, guest memory, every vCPU's state (KVM's, and its loop's:
 // running, halted, waiting for SIPI, with the events it had latched),
-// govmm's LAPICs (timers as time remaining), the IOAPIC, the UART and
-// KVM's clock and the SYSCALL doorbell's registrations.
+// govmm's LAPICs (timers as time remaining), the IOAPIC, the VT-d
+// remapping unit, the UART, KVM's clock and the SYSCALL doorbell's
+// registrations.
 //
-// Not saved yet, and so refused with one line (issue 40 goes on): the
-// VT-d remapping unit (--iommu), PCI and virtio devices (--disk,
+// Not saved yet, and so refused with one line (issue 40 goes on): PCI and
+// virtio devices (--disk,
 // --virtio-console), PV EOI's per-vCPU registrations, and KVM's in-kernel
 // LAPIC (--lapic=kvm).
 
@@ -24,6 +25,7 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/snapshot"
 	"github.com/govmm/govmm/vcpu"
+	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
 	"github.com/govmm/govmm/vlapic"
 )
@@ -43,6 +45,7 @@ type snapConfig struct {
 	TSCDeadline     hostprobe.Setting
 	HaltPoll        time.Duration
 	X2APICAtReset   bool
+	IOMMU           bool
 	Linux           bool // the guest was loaded as Linux (its boot protocol's conventions)
 }
 
@@ -52,6 +55,7 @@ const (
 	snapSerial   = "serial.json"
 	snapClock    = "clock.json"
 	snapDoorbell = "doorbell.json"
+	snapIOMMU    = "iommu.json"
 )
 
 func snapVCPU(i int) string   { return fmt.Sprintf("vcpu-%d.json", i) }
@@ -64,8 +68,6 @@ func (c *Config) snapshotRefusal() error {
 	switch {
 	case c.LAPIC == LAPICKVM:
 		what = "--lapic=kvm (KVM's LAPIC state)"
-	case c.IOMMU:
-		what = "--iommu (the remapping unit's state)"
 	case c.Disk.Path != "" || c.VirtioConsole:
 		what = "virtio devices (--disk, --virtio-console)"
 	case c.PVEOI:
@@ -87,6 +89,9 @@ type SnapshotInfo struct {
 // aside): what snapshot.Prepare opens ahead for a sandboxed govmm.
 func (vm *VM) SnapshotFiles() []string {
 	names := []string{snapIOAPIC, snapSerial, snapClock, snapDoorbell}
+	if vm.plat.RemappingUnit() != nil {
+		names = append(names, snapIOMMU)
+	}
 	for i := range vm.mem.Regions {
 		names = append(names, snapMemory(i))
 	}
@@ -130,7 +135,7 @@ func (vm *VM) SnapshotInto(w *snapshot.Writer, dir, version string) (SnapshotInf
 	}
 	sc := snapConfig{CPUs: vm.cfg.CPUs, MemSize: vm.cfg.MemSize, X2APIC: vm.cfg.X2APIC, LAPIC: vm.cfg.LAPIC, PVIPI: vm.cfg.PVIPI,
 		AVIC: vm.cfg.AVIC, SyscallDoorbell: vm.cfg.SyscallDoorbell, Cmdline: vm.cfg.Cmdline, KernelPath: vm.cfg.KernelPath,
-		TSCDeadline: vm.cfg.TSCDeadline, HaltPoll: vm.cfg.HaltPoll, X2APICAtReset: vm.cfg.X2APICAtReset, Linux: vm.linux}
+		TSCDeadline: vm.cfg.TSCDeadline, HaltPoll: vm.cfg.HaltPoll, X2APICAtReset: vm.cfg.X2APICAtReset, IOMMU: vm.cfg.IOMMU, Linux: vm.linux}
 	if err := w.Finish(sc, version); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -157,6 +162,11 @@ func (vm *VM) writeSnapshot(w *snapshot.Writer, p *Paused) error {
 	}
 	if err := w.WriteJSON(snapSerial, vm.serial.Save()); err != nil {
 		return err
+	}
+	if u := vm.plat.RemappingUnit(); u != nil {
+		if err := w.WriteJSON(snapIOMMU, u.Save()); err != nil {
+			return err
+		}
 	}
 	if err := w.WriteJSON(snapDoorbell, vm.pv.doorbell.Save()); err != nil {
 		return err
@@ -202,7 +212,7 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	}
 	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: sc.LAPIC, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
 		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
-		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, Console: o.Console, KVMPath: o.KVMPath, restore: rs}
+		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, Console: o.Console, KVMPath: o.KVMPath, restore: rs}
 	if err := cfg.snapshotRefusal(); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}
@@ -234,6 +244,15 @@ func (vm *VM) loadSnapshot(rs *restoring) error {
 	}
 	if err := vm.plat.IOAPIC().Restore(io); err != nil {
 		return err
+	}
+	if u := vm.plat.RemappingUnit(); u != nil {
+		var s vintremap.Saved
+		if err := rs.r.ReadJSON(snapIOMMU, &s); err != nil {
+			return err
+		}
+		if err := u.Restore(s); err != nil {
+			return err
+		}
 	}
 	var ser devices.SerialSaved
 	if err := rs.r.ReadJSON(snapSerial, &ser); err != nil {
