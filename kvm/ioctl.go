@@ -98,6 +98,7 @@ var Ioctls = []Ioctl{
 	{"KVM_SET_XCRS", kvmSetXCRs, true, "XSETBV completions, INIT"},
 	{"KVM_GET_MP_STATE", kvmGetMPState, true, "dumps, snapshots"},
 	{"KVM_GET_DEBUGREGS", kvmGetDebugRegs, true, "snapshots"},
+	{"KVM_SET_MP_STATE", kvmSetMPState, true, "restoring a snapshot: each vCPU loads its saved state on its own thread as its loop starts"},
 	{"KVM_GET_CLOCK", kvmGetClock, true, "snapshots: the VM's kvmclock"},
 	{"KVM_SET_SIGNAL_MASK", kvmSetSignalMask, true, "a vCPU thread's kick signal, set as its loop starts"},
 	{"KVM_GET_TSC_KHZ", kvmGetTSCKHz, true, "the LAPIC timer's clock"},
@@ -120,7 +121,6 @@ var Ioctls = []Ioctl{
 	{"KVM_ENABLE_CAP", kvmEnableCap, false, "building the VM (user-space MSRs, the PMU off)"},
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
 	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
-	{"KVM_SET_MP_STATE", kvmSetMPState, false, "restoring a snapshot (building the vCPUs)"},
 	{"KVM_SET_CLOCK", kvmSetClock, false, "restoring a snapshot: the VM's kvmclock"},
 	{"KVM_SET_LAPIC", kvmSetLAPIC, false, "--lapic=kvm: building the vCPUs (x2APIC at hand-off)"},
 }

@@ -2,7 +2,9 @@ package tests
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,4 +102,48 @@ func TestRestoreRefuses(t *testing.T) {
 	if _, err := vmm.Restore(dir, vmm.RestoreOptions{KVMPath: "/nonexistent/kvm"}); err == nil || !strings.Contains(err.Error(), "memory-0 is damaged") {
 		t.Errorf("restore of a damaged memory file: %v", err)
 	}
+}
+
+// TestSnapshotCLI is snapshot and restore as a user runs them, with the
+// sandbox on: 'govmm run --snapshot-at 300ms --snapshot-dir DIR' saves
+// storm.elf mid-storm and runs on to its end; 'govmm restore DIR', in a
+// new process, continues the storm from the snapshot to the same verdict,
+// with its exit status; a snapshot with a damaged file is refused with one
+// line and status 2.
+func TestSnapshotCLI(t *testing.T) {
+	needKVM(t)
+	bin := govmmBin(t)
+	storm := filepath.Join(guestDir(t), "storm.elf")
+	dir := filepath.Join(t.TempDir(), "snap")
+	out, err := exec.Command(bin, "run", "--quiet", "--cpus", "2", "--snapshot-at", "300ms", "--snapshot-dir", dir,
+		storm, "mode=x2apic-phys", "count=20000").CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "govmm: snapshot at 300ms into") || !strings.Contains(string(out), "PASS storm") {
+		t.Fatalf("run with --snapshot-at: status %d\n%s", code, out)
+	}
+	out, err = exec.Command(bin, "restore", "--quiet", dir).CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(out), "PASS storm") || strings.Contains(string(out), "storm start") {
+		t.Fatalf("restore: status %d\n%s", code, out)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lapic-1.json"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("X"), 0) // was "{"
+	f.Close()
+	out, err = exec.Command(bin, "restore", dir).CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "lapic-1.json is damaged") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("restore of a damaged snapshot: status %d\n%s", code, out)
+	}
+}
+
+// exitCode is a command's exit status (0 for success, -1 if it did not run).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	return -1
 }

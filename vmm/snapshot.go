@@ -180,8 +180,9 @@ func (vm *VM) writeSnapshot(w *snapshot.Writer, p *Paused) error {
 
 // RestoreOptions are what a restored VM takes from its new process.
 type RestoreOptions struct {
-	Console io.Writer // default os.Stdout
-	KVMPath string    // default /dev/kvm
+	Console      io.Writer // default os.Stdout
+	ConsoleInput io.Reader // the guest console's input (nil: none)
+	KVMPath      string    // default /dev/kvm
 }
 
 // restoring is a snapshot being restored into a VM that New builds.
@@ -212,7 +213,7 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	}
 	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: sc.LAPIC, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
 		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
-		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, Console: o.Console, KVMPath: o.KVMPath, restore: rs}
+		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
 	if err := cfg.snapshotRefusal(); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}

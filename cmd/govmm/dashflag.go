@@ -130,6 +130,11 @@ func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, f vmFlags, 
 		return vmm.Result{}, err
 	}
 	defer endInput()
+	stopSnap, err := f.snap.arm(vm, stderr)
+	if err != nil {
+		return vmm.Result{}, err
+	}
+	defer stopSnap()
 	if err := f.sandbox.install(stderr); err != nil {
 		return vmm.Result{}, err
 	}

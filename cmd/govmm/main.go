@@ -35,6 +35,8 @@ commands:
   run     run a kernel (Multiboot test kernel, bzImage or vmlinux) and print the exit accounting
   boot    boot Linux in one APIC mode (--x2apic=off|physical|cluster|mixed), verify the mode from
           the kernel's log, report boot phases and exits
+  restore continue a VM saved by run's or boot's --snapshot-at (a snapshot directory) where its
+          guest stopped
   bench   boot govmm's kernel per APIC mode and CPU count with its IPI microbenchmark; write a
           report (Markdown, CSV, SVG) of exits and cycles per IPI operation
   bench-ipi
@@ -72,6 +74,7 @@ Run 'govmm help <command>' for its flags.
 var commands = map[string]func(args []string, stdout, stderr io.Writer) (int, error){
 	"run": cmdRun, "boot": cmdBoot, "top": cmdTop, "bench": cmdBench, "bench-ipi": cmdBenchIPI,
 	"bench-exits": cmdBenchExits, "bench-rtt": cmdBenchRTT, "bench-seeds": cmdBenchSeeds, "host": cmdHost, "map": cmdMap, "nested": cmdNested,
+	"restore": cmdRestore,
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -16,7 +16,7 @@ import (
 // them, so neither can drift from 'govmm CMD --help'.
 
 // commandOrder is the order the commands appear in docs/flags.md.
-var commandOrder = []string{"boot", "run", "host", "map", "top", "nested", "bench", "bench-ipi", "bench-rtt", "bench-exits", "bench-seeds"}
+var commandOrder = []string{"boot", "run", "restore", "host", "map", "top", "nested", "bench", "bench-ipi", "bench-rtt", "bench-exits", "bench-seeds"}
 
 // helpText is 'govmm CMD -h', with the defaults that depend on this
 // machine's cache directory written as $GOVMM_CACHE.

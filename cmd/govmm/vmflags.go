@@ -27,6 +27,7 @@ type vmFlags struct {
 	sandbox sandboxFlags
 	kvmPath *string
 	jsonOut *string
+	snap    snapFlags
 }
 
 func addVMFlags(fs *flag.FlagSet) vmFlags {
@@ -34,7 +35,7 @@ func addVMFlags(fs *flag.FlagSet) vmFlags {
 	fs.Func("disk", "a raw disk image for a virtio-blk device with one queue per vCPU: FILE, FILE,ro (read-only) or FILE,rw",
 		func(s string) (err error) { *disk, err = vmm.ParseDisk(s); return err })
 	return vmFlags{dash: addDashFlags(fs), hostFlags: addHostFlags(fs), conIn: addConsoleFlag(fs), disk: disk,
-		sandbox: addSandboxFlags(fs), kvmPath: addKVMFlag(fs),
+		sandbox: addSandboxFlags(fs), kvmPath: addKVMFlag(fs), snap: addSnapFlags(fs),
 		jsonOut: fs.String("json", "", "also write the accounting and the exit bus map as JSON to FILE (stdout is the guest's console)")}
 }
 
@@ -59,6 +60,9 @@ func (f vmFlags) check() error {
 		return err
 	}
 	if err := f.dash.check(); err != nil {
+		return err
+	}
+	if err := f.snap.check(); err != nil {
 		return err
 	}
 	useKVM(*f.kvmPath)

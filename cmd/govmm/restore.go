@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/vmm"
+)
+
+// restoreUsage is restore's -h header.
+const restoreUsage = `usage: govmm restore [flags] DIR
+
+Continues the VM saved in DIR (run's or boot's --snapshot-at and
+--snapshot-dir) where its guest stopped, in this process: the same vCPUs,
+memory, LAPICs, IOAPIC and devices, the same configuration. The exit status
+is the guest's, as run's. A snapshot of another format version, or with a
+damaged, truncated or missing file, is refused with one line and nothing is
+run.
+
+flags:`
+
+// cmdRestore is 'govmm restore DIR'.
+func cmdRestore(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("restore", restoreUsage, consoleHelp, stderr)
+	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
+	quiet := fs.Bool("quiet", false, "do not print the accounting table (the guest's console is printed either way)")
+	f := addVMFlags(fs)
+	pos, _, err := parseArgs(fs, args, "")
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) != 1 {
+		return 0, usageErr("restore", "needs one snapshot directory DIR")
+	}
+	if f.disk.Path != "" {
+		return 0, usageErr("restore", "--disk: a restored VM has the snapshot's devices")
+	}
+	if err := f.check(); err != nil {
+		return 0, err
+	}
+	in, err := f.conIn.open(os.Stdin)
+	if err != nil {
+		return 0, err
+	}
+	vm, err := vmm.Restore(pos[0], vmm.RestoreOptions{Console: stdout, ConsoleInput: in.r, KVMPath: *f.kvmPath})
+	if err != nil {
+		return 0, err
+	}
+	defer vm.Close()
+	jf, err := createJSONReport(*f.jsonOut)
+	if err != nil {
+		return 0, err
+	}
+	defer jf.Close()
+	fmt.Fprintf(stderr, "govmm: restoring %s\n", pos[0])
+	res, err := runVM(vm, nil, dashboard.Info{Mode: "restored", Kernel: pos[0]}, f, in, *timeout, stderr)
+	if err != nil {
+		return 0, err
+	}
+	o := &runOptions{quiet: *quiet}
+	if err := o.report(stdout, vm, res, jf); err != nil {
+		return 0, err
+	}
+	if user, err := stoppedBy(res.How); user {
+		fmt.Fprintln(stderr, "govmm: ended by user (Ctrl-A x)")
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if res.Err != nil {
+		return 0, res.Err
+	}
+	return res.Status, nil
+}
