@@ -52,7 +52,7 @@ func TestControlEndpoint(t *testing.T) {
 	}
 	done := make(chan vmm.Result, 1)
 	go func() { done <- vm.Run(5 * time.Minute) }()
-	time.Sleep(200 * time.Millisecond)
+	waitConsole(t, &con, "cpus up", done) // the storm has begun
 	if code := post("pause", "wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("pause with a wrong token: %d", code)
 	}

@@ -43,12 +43,17 @@ func TestPauseMidStorm(t *testing.T) {
 			done := make(chan vmm.Result, 1)
 			go func() { done <- vm.Run(5 * time.Minute) }()
 			pauses := 0
+			waitConsole(t, &con, "cpus up", done) // the storm has begun
+			var res vmm.Result
+			ended := false
 		loop:
-			for range 5 {
+			for i := range 5 {
+				wait := time.Duration(i) * 100 * time.Millisecond // the first pause at once
 				select {
-				case <-done:
+				case res = <-done:
+					ended = true
 					break loop
-				case <-time.After(150 * time.Millisecond):
+				case <-time.After(wait):
 				}
 				p, err := vm.Pause(20 * time.Second)
 				if err != nil {
@@ -67,7 +72,9 @@ func TestPauseMidStorm(t *testing.T) {
 				}
 				vm.Resume(p)
 			}
-			res := <-done
+			if !ended {
+				res = <-done
+			}
 			out := con.String()
 			if res.Err != nil || res.Status != 1 || !strings.Contains(out, "PASS storm") {
 				t.Fatalf("storm after %d pauses: status %d, %v\n%s%s", pauses, res.Status, res.Err, out, endState(vm))
