@@ -1,7 +1,6 @@
 package kvm
 
 import (
-	"os"
 	"sync"
 	"testing"
 )
@@ -32,26 +31,8 @@ func grow(depth int, f func()) {
 // guest then looks like 16-bit code). Each read runs on a new goroutine,
 // whose stack starts small, at many stack depths.
 func TestIoctlStructsSurviveStackMoves(t *testing.T) {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
-		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
-	} else {
-		f.Close()
-	}
-	sys, err := Open("/dev/kvm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sys.Close()
-	vm, err := sys.CreateVM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vm.Close()
-	c, err := vm.CreateVCPU(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	_, cs := testVCPUs(t, 1)
+	c := cs[0]
 	s, err := c.Sregs()
 	if err != nil {
 		t.Fatal(err)

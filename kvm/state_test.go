@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestStateRoundTrip: a vCPU's state saved whole and restored into
-// another vCPU reads back the same there: registers, segments, control
-// registers, the MSRs a kernel relies on, debug registers and events.
-func TestStateRoundTrip(t *testing.T) {
+// testVCPUs makes a VM with n vCPUs on /dev/kvm (skipping without one),
+// closed when the test ends.
+func testVCPUs(t *testing.T, n int) (*System, []*VCPU) {
+	t.Helper()
 	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err != nil {
 		t.Skipf("SKIP: no usable /dev/kvm (%v): this test needs KVM", err)
 	} else {
@@ -18,22 +18,29 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sys.Close()
+	t.Cleanup(func() { sys.Close() })
 	vm, err := sys.CreateVM()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vm.Close()
-	a, err := vm.CreateVCPU(0)
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { vm.Close() })
+	cs := make([]*VCPU, n)
+	for i := range cs {
+		if cs[i], err = vm.CreateVCPU(i); err != nil {
+			t.Fatal(err)
+		}
+		c := cs[i]
+		t.Cleanup(func() { c.Close() })
 	}
-	defer a.Close()
-	b, err := vm.CreateVCPU(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	return sys, cs
+}
+
+// TestStateRoundTrip: a vCPU's state saved whole and restored into
+// another vCPU reads back the same there: registers, segments, control
+// registers, the MSRs a kernel relies on, debug registers and events.
+func TestStateRoundTrip(t *testing.T) {
+	sys, cs := testVCPUs(t, 2)
+	a, b := cs[0], cs[1]
 	s, err := a.Sregs()
 	if err != nil {
 		t.Fatal(err)

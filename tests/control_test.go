@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
-	"github.com/govmm/govmm/vmm"
 )
 
 // TestControlEndpoint pauses storm.elf through the dashboard's control
@@ -19,21 +16,9 @@ import (
 // parked, a request without the token is refused and changes nothing, and
 // the resumed storm's exact counts pass.
 func TestControlEndpoint(t *testing.T) {
-	needKVM(t)
-	path := filepath.Join(guestDir(t), "storm.elf")
-	img, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var con vmm.ConsoleLog
-	cfg := vmm.Config{CPUs: 2, Cmdline: "mode=x2apic-phys count=3000", X2APIC: x2apicSetting(true), IOMMU: true,
-		Kernel: img, KernelPath: path, Console: &con}
-	vm, err := vmm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Close)
-	srv := dashboard.New(dashboard.VMSource(vm, nil, dashboard.Info{Kernel: path}),
+	s := startStorm(t, 3000, nil)
+	vm, con, done := s.vm, s.con, s.done
+	srv := dashboard.New(dashboard.VMSource(vm, nil, dashboard.Info{Kernel: s.path}),
 		dashboard.Options{Interval: 50 * time.Millisecond, Control: dashboard.VMControl(vm), ControlToken: "t0ken"})
 	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
@@ -50,9 +35,6 @@ func TestControlEndpoint(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	done := make(chan vmm.Result, 1)
-	go func() { done <- vm.Run(5 * time.Minute) }()
-	waitConsole(t, &con, "cpus up", done) // the storm has begun
 	if code := post("pause", "wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("pause with a wrong token: %d", code)
 	}

@@ -1,8 +1,6 @@
 package tests
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,30 +18,16 @@ import (
 func TestPauseMidStorm(t *testing.T) {
 	for _, lapic := range []vmm.LAPICKind{vmm.LAPICGovmm, vmm.LAPICKVM} {
 		t.Run(lapic.String(), func(t *testing.T) {
-			needKVM(t)
 			if lapic == vmm.LAPICKVM && hostprobe.DetectEmulator() == hostprobe.QEMUTCG {
 				t.Skip("SKIP: KVM's LAPIC in the nested AMD-V host (QEMU TCG) delivers some IPIs twice (docs/hosts.md), and storm.elf counts them exactly: the nested VT-x host runs it")
 			}
-			path := filepath.Join(guestDir(t), "storm.elf")
-			img, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var con vmm.ConsoleLog
-			cfg := vmm.Config{CPUs: 2, Cmdline: "mode=x2apic-phys count=3000", X2APIC: x2apicSetting(true), IOMMU: true,
-				Kernel: img, KernelPath: path, Console: &con}
+			var edit func(*vmm.Config)
 			if lapic == vmm.LAPICKVM {
-				onKVMLAPIC(&cfg)
+				edit = onKVMLAPIC
 			}
-			vm, err := vmm.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(vm.Close)
-			done := make(chan vmm.Result, 1)
-			go func() { done <- vm.Run(5 * time.Minute) }()
+			s := startStorm(t, 3000, edit)
+			vm, con, done := s.vm, s.con, s.done
 			pauses := 0
-			waitConsole(t, &con, "cpus up", done) // the storm has begun
 			var res vmm.Result
 			ended := false
 		loop:

@@ -20,23 +20,8 @@ import (
 // IPI taken once: none lost in the LAPICs' saved IRR and ISR, none
 // delivered twice). The same snapshot restored a second time passes too.
 func TestSnapshotMidStorm(t *testing.T) {
-	needKVM(t)
-	path := filepath.Join(guestDir(t), "storm.elf")
-	img, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var con vmm.ConsoleLog
-	cfg := vmm.Config{CPUs: 2, Cmdline: "mode=x2apic-phys count=5000", X2APIC: x2apicSetting(true), IOMMU: true,
-		Kernel: img, KernelPath: path, Console: &con}
-	vm, err := vmm.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(vm.Close)
-	done := make(chan vmm.Result, 1)
-	go func() { done <- vm.Run(5 * time.Minute) }()
-	waitConsole(t, &con, "cpus up", done) // the storm has begun
+	s := startStorm(t, 5000, nil)
+	vm, con, done := s.vm, s.con, s.done
 	dir := filepath.Join(t.TempDir(), "snap")
 	info, err := vm.Snapshot(dir, "test")
 	if err != nil {

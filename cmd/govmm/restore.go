@@ -63,14 +63,5 @@ func cmdRestore(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := o.report(stdout, vm, res, jf); err != nil {
 		return 0, err
 	}
-	if user, err := stoppedBy(res.How); user {
-		fmt.Fprintln(stderr, "govmm: ended by user (Ctrl-A x)")
-		return 0, nil
-	} else if err != nil {
-		return 0, err
-	}
-	if res.Err != nil {
-		return 0, res.Err
-	}
-	return res.Status, nil
+	return guestStatus(res, stderr)
 }

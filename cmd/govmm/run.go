@@ -43,6 +43,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := o.report(stdout, vm, res, jf); err != nil {
 		return 0, err
 	}
+	return guestStatus(res, stderr)
+}
+
+// guestStatus is run's and restore's exit: the guest's debug-exit status,
+// 0 when the user ended it, or the run's error.
+func guestStatus(res vmm.Result, stderr io.Writer) (int, error) {
 	if user, err := stoppedBy(res.How); user {
 		fmt.Fprintln(stderr, "govmm: ended by user (Ctrl-A x)")
 		return 0, nil
