@@ -533,16 +533,26 @@ func (c *VCPU) SetXSAVE(buf []byte) error {
 
 // XCR0 reads the vCPU's XCR0 with KVM_GET_XCRS.
 func (c *VCPU) XCR0() (uint64, error) {
+	v, ok, err := c.xcr0()
+	if err == nil && !ok {
+		err = fmt.Errorf("KVM_GET_XCRS returned no XCR0")
+	}
+	return v, err
+}
+
+// xcr0 is XCR0 that tells a vCPU without XSAVE (KVM lists no XCR for it,
+// kvm_vcpu_ioctl_x86_get_xcrs) from a failed read: ok false, no error.
+func (c *VCPU) xcr0() (v uint64, ok bool, err error) {
 	var x XCRs
 	if err := ioctlPtr(c.fd, kvmGetXCRs, &x); err != nil {
-		return 0, wrap("KVM_GET_XCRS", err)
+		return 0, false, wrap("KVM_GET_XCRS", err)
 	}
 	for _, r := range x.XCRs[:min(int(x.N), len(x.XCRs))] {
 		if r.XCR == 0 {
-			return r.Value, nil
+			return r.Value, true, nil
 		}
 	}
-	return 0, fmt.Errorf("KVM_GET_XCRS returned no XCR0")
+	return 0, false, nil
 }
 
 // SetXCR0 writes the vCPU's XCR0 with KVM_SET_XCRS; KVM refuses (EINVAL)

@@ -20,7 +20,10 @@ type VCPUState struct {
 	Regs    Regs
 	Sregs   Sregs
 	XSAVE   []byte // standard format, KVM_GET_XSAVE2's size
+	// XCR0, where the vCPU has XSAVE (HasXCR0): KVM_GET_XCRS lists no XCR
+	// at all on a host without it (the nested VT-x host's Bochs).
 	XCR0    uint64
+	HasXCR0 bool
 	MSRs    []MSRValue // those of SnapshotMSRs this host's KVM has
 	Debug   DebugRegs
 	Events  VCPUEvents
@@ -79,7 +82,7 @@ func (c *VCPU) SaveState(msrs []uint32, xsaveSize int) (VCPUState, error) {
 	if err = c.XSAVE(s.XSAVE); err != nil {
 		return s, err
 	}
-	if s.XCR0, err = c.XCR0(); err != nil {
+	if s.XCR0, s.HasXCR0, err = c.xcr0(); err != nil {
 		return s, err
 	}
 	for _, i := range msrs {
@@ -110,8 +113,10 @@ func (c *VCPU) RestoreState(s VCPUState) error {
 	if err := c.SetXSAVE(s.XSAVE); err != nil {
 		return err
 	}
-	if err := c.SetXCR0(s.XCR0); err != nil {
-		return err
+	if s.HasXCR0 {
+		if err := c.SetXCR0(s.XCR0); err != nil {
+			return err
+		}
 	}
 	if err := c.SetSregs(s.Sregs); err != nil {
 		return err

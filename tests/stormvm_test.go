@@ -39,8 +39,19 @@ func startStorm(t *testing.T, count int, edit func(*vmm.Config)) *stormVM {
 	if s.vm, err = vmm.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.vm.Close)
-	go func() { s.done <- s.vm.Run(5 * time.Minute) }()
+	// A test that ends early (a failed pause) stops the VM and waits for
+	// its loop before closing it: Close under a running VM unmaps what
+	// the loop still reads.
+	ran := make(chan struct{})
+	t.Cleanup(func() {
+		s.vm.Stop("test ended")
+		<-ran
+		s.vm.Close()
+	})
+	go func() {
+		defer close(ran)
+		s.done <- s.vm.Run(5 * time.Minute)
+	}()
 	waitConsole(t, s.con, "cpus up", s.done)
 	return s
 }
