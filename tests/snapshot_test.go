@@ -20,7 +20,7 @@ import (
 // IPI taken once: none lost in the LAPICs' saved IRR and ISR, none
 // delivered twice). The same snapshot restored a second time passes too.
 func TestSnapshotMidStorm(t *testing.T) {
-	s := startStorm(t, 5000, nil)
+	s := startStorm(t, 3000, nil)
 	vm, con, done := s.vm, s.con, s.done
 	dir := filepath.Join(t.TempDir(), "snap")
 	info, err := vm.Snapshot(dir, "test")
