@@ -76,10 +76,7 @@ func (v *VCPU) Park() (*Parking, error) {
 	if v.State() == StateStopped {
 		// As RequestDump: the loop has returned, or serves requests on
 		// its way out; the swap decides.
-		if q := v.parkReq.Swap(nil); q != nil {
-			q.Err = ErrNotParked
-			close(q.parked)
-		}
+		v.failParkOnStop()
 	}
 	return p, nil
 }
