@@ -23,14 +23,16 @@ import (
 //   - pv-ipi: one call, one IPI: govmm's PV send-IPI one trap per call,
 //     xAPIC flat's driver 3 exits (ICR busy read, ICR2, ICR), x2APIC
 //     physical's one WRMSR;
-//   - x2apic: every round of every CPU is one flush_tlb_all(), 3
-//     CALL_FUNCTION IPIs; xAPIC on 4 CPUs is logical flat (one ICR write,
-//     3 exits, for all 3 targets), x2APIC physical one WRMSR per target.
+//   - x2apic: every round of every CPU is one flush_tlb_all(), at most 3
+//     CALL_FUNCTION IPIs (checkCallFunction says why at most); xAPIC on 4
+//     CPUs is logical flat (one ICR write, 3 exits, for all 3 targets),
+//     x2APIC physical one WRMSR per target.
 //
 // Linux may send IPIs of its own while a section is open (a wake-up from
 // the sender's timer tick, a TLB flush of the kernel's vmap area, an
-// irq_work self-IPI): the experiment's counts are then a floor, and each
-// check says so. In x2APIC physical mode the count is exact whatever
+// irq_work self-IPI): for the direct sends of pv-ipi the experiment's
+// counts are then a floor; for the flushes, whose IPIs share Linux's call
+// queue with those wake-ups, a ceiling on CALL_FUNCTION (checkCallFunction). In x2APIC physical mode the count is exact whatever
 // Linux adds: every IPI-sending exit (an ICR or SELF_IPI write) reaches
 // exactly one CPU, so the section's IPI-send exits equal the IPIs govmm
 // delivered. (CALL_FUNCTION injections are not checked for equality: a
@@ -81,10 +83,7 @@ func TestBenchSeeds(t *testing.T) {
 		if r.Flushes != 10 || len(r.Samples) != 2 {
 			t.Errorf("mixed %s: %d flushes in %d samples, want 10 in 2", r.Mode, r.Flushes, len(r.Samples))
 		}
-		if r.IPIs < n*others || r.CallFunction > n*others || r.CallFunction == 0 {
-			t.Errorf("mixed %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, n*others, n*others)
-		}
-		checkSends(t, "mixed "+r.Mode, r.seedExits, n*icr, n*others, r.Mode == "physical")
+		checkCallFunction(t, "mixed "+r.Mode, r.seedExits, r.CallFunction, n*others, r.Mode == "physical")
 	}
 	// The disk's interrupts: one queue per CPU, each queue's interrupts on
 	// its own CPU (managed affinity) in both modes, and govmm's injections
@@ -140,10 +139,7 @@ func TestBenchSeeds(t *testing.T) {
 		if r.Locks != flushes {
 			t.Errorf("x2apic %s: the lock taken %d times, want %d", r.Mode, r.Locks, flushes)
 		}
-		if r.IPIs < flushes*others || r.CallFunction > flushes*others || r.CallFunction == 0 {
-			t.Errorf("x2apic %s: %d IPIs delivered, %d CALL_FUNCTION injected, want at least %d, and at most %d of them CALL_FUNCTION", r.Mode, r.IPIs, r.CallFunction, flushes*others, flushes*others)
-		}
-		checkSends(t, "x2apic "+r.Mode, r.seedExits, flushes*3, flushes*others, r.Mode != "xAPIC")
+		checkCallFunction(t, "x2apic "+r.Mode, r.seedExits, r.CallFunction, flushes*others, r.Mode != "xAPIC")
 	}
 	for _, want := range []string{"x mixed\n+ phys\n* cluster\n", "Claims: ", "apic_ipi: IPI[govmm_send_ipi_mask] from CPU[0] to CPU[1]", "Average lock time: "} {
 		if !strings.Contains(stdout.String(), want) {
@@ -186,6 +182,25 @@ func checkSends(t *testing.T, what string, c seedExits, sends, ipis uint64, oneP
 		t.Errorf("%s: %d IPI-send exits, %d IPIs delivered: in x2APIC physical mode each send reaches one CPU\n  sender: %v\n  others: %v",
 			what, c.IPISendExits, c.IPIs, c.SenderCauses, c.ReceiverCauses)
 	}
+}
+
+// checkCallFunction checks a flush experiment's section, whose IPIs go
+// through Linux's call queue: a flush_tlb_all() sends at most one
+// CALL_FUNCTION IPI to each other CPU, and none to a CPU whose queue
+// already holds a request (smp_call_function_many_cond sets a CPU in
+// cpumask_ipi only when its llist_add finds call_single_queue empty; the
+// scheduler's remote wake-ups, TTWU_QUEUE, share that queue). So the
+// experiment's count (most, flushes x 3) is a ceiling on its own IPIs, not
+// a floor: a CI run once counted 59 of 60, the other CPUs' ICR writes 42
+// of 45 while the sender's 17 of 15 held a wake-up. What is exact: every
+// CALL_FUNCTION injection is a delivered IPI, and in x2APIC physical mode
+// (onePerTarget) every send exit reaches one CPU.
+func checkCallFunction(t *testing.T, what string, c seedExits, callFunction, most uint64, onePerTarget bool) {
+	t.Helper()
+	if callFunction == 0 || callFunction > most || c.IPIs < callFunction {
+		t.Errorf("%s: %d IPIs delivered, %d CALL_FUNCTION injected; want 1 to %d CALL_FUNCTION, each a delivered IPI", what, c.IPIs, callFunction, most)
+	}
+	checkSends(t, what, c, 1, callFunction, onePerTarget)
 }
 
 // An error about missing guest output quotes the lines the guest did print.
