@@ -155,6 +155,7 @@ const (
 	VCPUEventValidNMIPending = 1 << 0
 	VCPUEventValidSIPIVector = 1 << 1
 	VCPUEventValidShadow     = 1 << 2
+	VCPUEventValidSMM        = 1 << 3
 )
 
 // MP states (KVM_GET/SET_MP_STATE).

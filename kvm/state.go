@@ -17,9 +17,9 @@ type MSRValue struct {
 
 // VCPUState is a vCPU's state as KVM holds it.
 type VCPUState struct {
-	Regs    Regs
-	Sregs   Sregs
-	XSAVE   []byte // standard format, KVM_GET_XSAVE2's size
+	Regs  Regs
+	Sregs Sregs
+	XSAVE []byte // standard format, KVM_GET_XSAVE2's size
 	// XCR0, where the vCPU has XSAVE (HasXCR0): KVM_GET_XCRS lists no XCR
 	// at all on a host without it (the nested VT-x host's Bochs).
 	XCR0    uint64
@@ -37,18 +37,18 @@ type VCPUState struct {
 // faults', steal time's and PV EOI's MSRs. APIC_BASE, TSC_DEADLINE and
 // govmm's own MSRs are the LAPIC's state, saved with it.
 var SnapshotMSRs = []uint32{
-	0x10,       // IA32_TSC
-	0x3B,       // IA32_TSC_ADJUST
-	0x174,      // SYSENTER_CS
-	0x175,      // SYSENTER_ESP
-	0x176,      // SYSENTER_EIP
-	0x1A0,      // MISC_ENABLE
-	0x277,      // PAT
-	0x2FF,      // MTRRdefType
-	0x250,      // MTRRfix64K_00000
-	0x258,      // MTRRfix16K_80000
-	0x259,      // MTRRfix16K_A0000
-	0x268,      // MTRRfix4K_C0000 ... F8000
+	0x10,  // IA32_TSC
+	0x3B,  // IA32_TSC_ADJUST
+	0x174, // SYSENTER_CS
+	0x175, // SYSENTER_ESP
+	0x176, // SYSENTER_EIP
+	0x1A0, // MISC_ENABLE
+	0x277, // PAT
+	0x2FF, // MTRRdefType
+	0x250, // MTRRfix64K_00000
+	0x258, // MTRRfix16K_80000
+	0x259, // MTRRfix16K_A0000
+	0x268, // MTRRfix4K_C0000 ... F8000
 	0x269, 0x26A, 0x26B, 0x26C, 0x26D, 0x26E, 0x26F,
 	0x200, 0x201, 0x202, 0x203, 0x204, 0x205, 0x206, 0x207, // MTRRphysBase/Mask 0-3
 	0xC0000081, // STAR
@@ -104,8 +104,8 @@ func (c *VCPU) SaveState(msrs []uint32, xsaveSize int) (VCPUState, error) {
 
 // RestoreState writes s into the vCPU in the order QEMU's
 // kvm_arch_put_registers uses: registers, extended state, XCR0, segment
-// and control registers, MSRs, MP state, events (with the NMI and SIPI
-// fields valid), debug registers.
+// and control registers, MSRs, MP state, events (with the NMI, SIPI and
+// SMM fields valid), debug registers.
 func (c *VCPU) RestoreState(s VCPUState) error {
 	if err := c.SetRegs(s.Regs); err != nil {
 		return err
@@ -129,8 +129,12 @@ func (c *VCPU) RestoreState(s VCPUState) error {
 	if err := c.SetMPState(s.MPState); err != nil {
 		return err
 	}
+	// The SIPI vector (of an MP state SIPI_RECEIVED on KVM's LAPIC) and
+	// SMM's state (in SMM, an SMI pending, an INIT latched there) too:
+	// KVM ignores both for a vCPU whose LAPIC is in user space, and takes
+	// a zero SMM state where the host has no SMM.
 	ev := s.Events
-	ev.Flags = VCPUEventValidNMIPending | VCPUEventValidShadow
+	ev.Flags = VCPUEventValidNMIPending | VCPUEventValidShadow | VCPUEventValidSIPIVector | VCPUEventValidSMM
 	if err := c.SetEvents(ev); err != nil {
 		return err
 	}

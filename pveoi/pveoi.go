@@ -12,6 +12,7 @@
 package pveoi
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/govmm/govmm/exitbus"
@@ -180,6 +181,20 @@ func (c *CPU) Offer() {
 		atomic.OrUint32(w, 1)
 		c.pending = true
 	}
+}
+
+// MSR is MSR_KVM_PV_EOI_EN as the guest last wrote it.
+func (c *CPU) MSR() uint64 { return c.msr }
+
+// Restore makes the guest's MSR_KVM_PV_EOI_EN msr again, with nothing
+// pending (a snapshot saves after Complete). A value whose write would
+// have been a #GP is refused.
+func (c *CPU) Restore(msr uint64) error {
+	c.addr, c.msr, c.pending = 0, 0, false
+	if msr != 0 && !c.write(msr) {
+		return fmt.Errorf("PV EOI's MSR %#x: the guest could not have written it (PV EOI off, or no RAM at its address)", msr)
+	}
+	return nil
 }
 
 // Reset is INIT: PV EOI off and nothing pending (the guest's word is left

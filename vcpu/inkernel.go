@@ -16,10 +16,11 @@ import (
 
 // InKernel is what the loop asks of a vCPU whose LAPIC is in KVM (a
 // *kvm.VCPU): the vector of a KVM_EXIT_IOAPIC_EOI, and the LAPIC's
-// registers for a dump.
+// registers for a dump and a snapshot, and to restore them.
 type InKernel interface {
 	IOAPICEOIVector() uint8
 	LAPIC() (kvm.LAPICState, error)
+	SetLAPIC(kvm.LAPICState) error
 }
 
 var _ InKernel = (*kvm.VCPU)(nil)

@@ -20,6 +20,10 @@ type inKernelFake struct {
 
 func (f *inKernelFake) IOAPICEOIVector() uint8         { return f.eoiVector }
 func (f *inKernelFake) LAPIC() (kvm.LAPICState, error) { return f.page, nil }
+func (f *inKernelFake) SetLAPIC(p kvm.LAPICState) error {
+	f.page = p
+	return nil
+}
 
 // newInKernel builds one vCPU on KVM's LAPIC around the script: no govmm
 // LAPIC, its exits counted into acct, its IOAPIC EOIs handed to eoi.

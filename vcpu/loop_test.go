@@ -281,13 +281,21 @@ func TestInitSIPI(t *testing.T) {
 }
 
 // countPVEOI counts the loop's PV EOI calls.
-type countPVEOI struct{ sync, complete, offer, retract, reset int }
+type countPVEOI struct {
+	sync, complete, offer, retract, reset int
+	msr                                   uint64
+}
 
-func (p *countPVEOI) Sync()     { p.sync++ }
-func (p *countPVEOI) Complete() { p.complete++ }
-func (p *countPVEOI) Offer()    { p.offer++ }
-func (p *countPVEOI) Retract()  { p.retract++ }
-func (p *countPVEOI) Reset()    { p.reset++ }
+func (p *countPVEOI) Sync()       { p.sync++ }
+func (p *countPVEOI) Complete()   { p.complete++ }
+func (p *countPVEOI) Offer()      { p.offer++ }
+func (p *countPVEOI) Retract()    { p.retract++ }
+func (p *countPVEOI) Reset()      { p.reset++ }
+func (p *countPVEOI) MSR() uint64 { return p.msr }
+func (p *countPVEOI) Restore(msr uint64) error {
+	p.msr = msr
+	return nil
+}
 
 // guestRAM is 2 MiB of guest memory and its first page's bytes.
 func guestRAM(t testing.TB) (*memory.Memory, []byte) {

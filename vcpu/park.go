@@ -43,6 +43,24 @@ type Saved struct {
 	// on yet (an INIT, SIPI, NMI or SMI).
 	Events vlapic.Events
 	KVM    kvm.VCPUState
+	// PVEOI is MSR_KVM_PV_EOI_EN as the guest last wrote it (0: PV EOI
+	// off), on either LAPIC. On govmm's, the offer for the vector in
+	// service is taken back when the vCPU parks, as KVM does at every exit
+	// (apic_sync_pv_eoi_from_guest): the guest's EOI of it is then a real
+	// one, and nothing of PV EOI is in flight.
+	PVEOI uint64 `json:",omitempty"`
+	// KVMLAPIC is KVM's in-kernel LAPIC (--lapic=kvm); nil on govmm's,
+	// whose state its package saves (vlapic.Saved).
+	KVMLAPIC *KVMLAPIC `json:",omitempty"`
+}
+
+// KVMLAPIC is KVM's in-kernel LAPIC as a snapshot holds it: the register
+// page (KVM_GET_LAPIC, the timer's time left in TMCCT) and MSR
+// IA32_TSC_DEADLINE, which KVM keeps apart from the page (0 when the timer
+// is not in TSC-deadline mode, or has fired).
+type KVMLAPIC struct {
+	Page        []byte
+	TSCDeadline uint64
 }
 
 // Parking is one request that a vCPU park.
@@ -99,6 +117,9 @@ func (v *VCPU) maybePark(loop LoopState, haltIF bool) error {
 	} else {
 		p.Saved.KVM, p.Err = v.kvm.SaveState(kvm.SnapshotMSRs, v.xsaveSize)
 	}
+	if p.Err == nil {
+		p.Err = v.saveAPIC(&p.Saved)
+	}
 	prev := v.state.Swap(uint32(StateParked))
 	close(p.parked)
 	select {
@@ -149,12 +170,81 @@ func (v *VCPU) failParkOnStop() {
 	}
 }
 
+// The MSRs of KVM's LAPIC kept apart from its page.
+const (
+	msrTSCDeadline = 0x6E0
+	msrKVMPVEOI    = 0x4B564D04
+)
+
+// saveAPIC adds to s, on the parked vCPU's thread, what of its LAPIC the
+// vCPU holds: PV EOI's MSR (govmm's offer taken back first), and KVM's
+// LAPIC where it is in KVM.
+func (v *VCPU) saveAPIC(s *Saved) error {
+	if v.inKernel == nil {
+		v.pveoi.Complete()
+		s.PVEOI = v.pveoi.MSR()
+		return nil
+	}
+	page, err := v.inKernel.LAPIC()
+	if err != nil {
+		return err
+	}
+	dl, err := v.kvm.GetMSR(msrTSCDeadline)
+	if err != nil {
+		return fmt.Errorf("reading KVM's TSC_DEADLINE: %w", err)
+	}
+	// KVM refuses PV EOI's MSR to a guest whose CPUID does not offer it
+	// (KVM_CAP_ENFORCE_PV_FEATURE_CPUID): PV EOI is then off.
+	pv, err := v.kvm.GetMSR(msrKVMPVEOI)
+	if err != nil {
+		pv = 0
+	}
+	s.KVMLAPIC = &KVMLAPIC{Page: append([]byte(nil), page.Regs[:]...), TSCDeadline: dl}
+	s.PVEOI = pv
+	return nil
+}
+
+// restoreAPIC loads what saveAPIC saved, after KVM's state: KVM's LAPIC
+// page after the special registers (KVM_SET_LAPIC takes the mode from
+// APIC_BASE, which they hold), then the TSC deadline, which KVM takes only
+// in TSC-deadline mode and reads against the TSC restored before it.
+func (v *VCPU) restoreAPIC(s Saved) error {
+	if v.inKernel == nil {
+		if s.KVMLAPIC != nil {
+			return errors.New("the saved state is of KVM's LAPIC, and this vCPU's is govmm's")
+		}
+		return v.pveoi.Restore(s.PVEOI)
+	}
+	if s.KVMLAPIC == nil || len(s.KVMLAPIC.Page) != len(kvm.LAPICState{}.Regs) {
+		return errors.New("the saved state has no register page for KVM's LAPIC")
+	}
+	var page kvm.LAPICState
+	copy(page.Regs[:], s.KVMLAPIC.Page)
+	if err := v.inKernel.SetLAPIC(page); err != nil {
+		return err
+	}
+	if dl := s.KVMLAPIC.TSCDeadline; dl != 0 {
+		if err := v.kvm.SetMSR(msrTSCDeadline, dl); err != nil {
+			return fmt.Errorf("restoring KVM's TSC_DEADLINE: %w", err)
+		}
+	}
+	if s.PVEOI != 0 {
+		if err := v.kvm.SetMSR(msrKVMPVEOI, s.PVEOI); err != nil {
+			return fmt.Errorf("restoring KVM's PV EOI MSR %#x: %w", s.PVEOI, err)
+		}
+	}
+	return nil
+}
+
 // resumeSaved puts a restored vCPU where it was parked: KVM's state loaded
-// on this thread, the latched events back, and a vCPU that was halted or
-// waiting for SIPI waiting again (the loop then enters as usual). It
-// returns errStop if the VM ended while it waited.
+// on this thread, its LAPIC's part, the latched events back, and a vCPU
+// that was halted or waiting for SIPI waiting again (the loop then enters
+// as usual). It returns errStop if the VM ended while it waited.
 func (v *VCPU) resumeSaved(s Saved) error {
 	if err := v.kvm.RestoreState(s.KVM); err != nil {
+		return fmt.Errorf("restoring the saved state: %w", err)
+	}
+	if err := v.restoreAPIC(s); err != nil {
 		return fmt.Errorf("restoring the saved state: %w", err)
 	}
 	v.events = s.Events

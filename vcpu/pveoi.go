@@ -4,6 +4,8 @@
 
 package vcpu
 
+import "fmt"
+
 // PVEOI is the vCPU loop's side of PV EOI (package pveoi): the vCPU calls
 // these at fixed points, all on its own thread.
 type PVEOI interface {
@@ -22,12 +24,25 @@ type PVEOI interface {
 	Retract()
 	// Reset is INIT: PV EOI off, nothing pending.
 	Reset()
+	// MSR is MSR_KVM_PV_EOI_EN as the guest last wrote it, for a snapshot
+	// (after Complete: nothing pending).
+	MSR() uint64
+	// Restore makes the guest's MSR_KVM_PV_EOI_EN msr again, nothing
+	// pending; a value the guest could not have written is refused.
+	Restore(msr uint64) error
 }
 
 type noPVEOI struct{}
 
-func (noPVEOI) Sync()     {}
-func (noPVEOI) Complete() {}
-func (noPVEOI) Offer()    {}
-func (noPVEOI) Retract()  {}
-func (noPVEOI) Reset()    {}
+func (noPVEOI) Sync()       {}
+func (noPVEOI) Complete()   {}
+func (noPVEOI) Offer()      {}
+func (noPVEOI) Retract()    {}
+func (noPVEOI) Reset()      {}
+func (noPVEOI) MSR() uint64 { return 0 }
+func (noPVEOI) Restore(msr uint64) error {
+	if msr != 0 {
+		return fmt.Errorf("PV EOI's MSR was %#x, and PV EOI is off in this VM", msr)
+	}
+	return nil
+}

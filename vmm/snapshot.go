@@ -3,19 +3,22 @@
 // that goes on where the guest stopped. What a snapshot holds: the VM's
 // configuration, guest memory, every vCPU's state (KVM's, and its loop's:
 // running, halted, waiting for SIPI, with the events it had latched),
-// govmm's LAPICs (timers as time remaining), the IOAPIC, the VT-d
-// remapping unit, the UART, KVM's clock and the SYSCALL doorbell's
-// registrations.
+// the LAPICs (govmm's with their timers as time remaining, or KVM's
+// register pages), PV EOI's MSRs, the IOAPIC, the VT-d remapping unit,
+// the UART, KVM's clock and the SYSCALL doorbell's registrations.
+//
+// A snapshot taken on one LAPIC restores on the other (RestoreOptions.LAPIC,
+// govmm restore --lapic): vcpu.OnKVMLAPIC and vcpu.OnGovmmLAPIC move each
+// vCPU's state across (the handover).
 //
 // Not saved yet, and so refused with one line (issue 40 goes on): PCI and
-// virtio devices (--disk,
-// --virtio-console), PV EOI's per-vCPU registrations, and KVM's in-kernel
-// LAPIC (--lapic=kvm).
+// virtio devices (--disk, --virtio-console).
 
 package vmm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -46,6 +49,7 @@ type snapConfig struct {
 	HaltPoll        time.Duration
 	X2APICAtReset   bool
 	IOMMU           bool
+	PVEOI           bool
 	Linux           bool // the guest was loaded as Linux (its boot protocol's conventions)
 }
 
@@ -64,18 +68,10 @@ func snapMemory(i int) string { return fmt.Sprintf("memory-%d", i) }
 
 // snapshotRefusal says why this VM cannot be snapshotted yet, or nil.
 func (c *Config) snapshotRefusal() error {
-	what := ""
-	switch {
-	case c.LAPIC == LAPICKVM:
-		what = "--lapic=kvm (KVM's LAPIC state)"
-	case c.Disk.Path != "" || c.VirtioConsole:
-		what = "virtio devices (--disk, --virtio-console)"
-	case c.PVEOI:
-		what = "--pv-eoi (its per-vCPU registrations)"
-	default:
-		return nil
+	if c.Disk.Path != "" || c.VirtioConsole {
+		return errors.New("snapshot: not yet for a VM with virtio devices (--disk, --virtio-console): that state is not saved yet")
 	}
-	return fmt.Errorf("snapshot: not yet for a VM with %s: that state is not saved yet", what)
+	return nil
 }
 
 // SnapshotInfo describes a snapshot just written.
@@ -96,7 +92,10 @@ func (vm *VM) SnapshotFiles() []string {
 		names = append(names, snapMemory(i))
 	}
 	for i := range vm.cpus {
-		names = append(names, snapVCPU(i), snapLAPIC(i))
+		names = append(names, snapVCPU(i))
+		if vm.apics != nil {
+			names = append(names, snapLAPIC(i))
+		}
 	}
 	return names
 }
@@ -135,7 +134,8 @@ func (vm *VM) SnapshotInto(w *snapshot.Writer, dir, version string) (SnapshotInf
 	}
 	sc := snapConfig{CPUs: vm.cfg.CPUs, MemSize: vm.cfg.MemSize, X2APIC: vm.cfg.X2APIC, LAPIC: vm.cfg.LAPIC, PVIPI: vm.cfg.PVIPI,
 		AVIC: vm.cfg.AVIC, SyscallDoorbell: vm.cfg.SyscallDoorbell, Cmdline: vm.cfg.Cmdline, KernelPath: vm.cfg.KernelPath,
-		TSCDeadline: vm.cfg.TSCDeadline, HaltPoll: vm.cfg.HaltPoll, X2APICAtReset: vm.cfg.X2APICAtReset, IOMMU: vm.cfg.IOMMU, Linux: vm.linux}
+		TSCDeadline: vm.cfg.TSCDeadline, HaltPoll: vm.cfg.HaltPoll, X2APICAtReset: vm.cfg.X2APICAtReset, IOMMU: vm.cfg.IOMMU,
+		PVEOI: vm.cfg.PVEOI, Linux: vm.linux}
 	if err := w.Finish(sc, version); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -152,6 +152,9 @@ func (vm *VM) writeSnapshot(w *snapshot.Writer, p *Paused) error {
 	for i := range vm.cpus {
 		if err := w.WriteJSON(snapVCPU(i), p.CPUs[i]); err != nil {
 			return err
+		}
+		if vm.apics == nil {
+			continue // KVM's LAPIC: its page is in the vCPU's state
 		}
 		if err := w.WriteJSON(snapLAPIC(i), vm.apics.LAPIC(i).Save()); err != nil {
 			return err
@@ -183,6 +186,9 @@ type RestoreOptions struct {
 	Console      io.Writer // default os.Stdout
 	ConsoleInput io.Reader // the guest console's input (nil: none)
 	KVMPath      string    // default /dev/kvm
+	// LAPIC is the restored VM's LAPIC, when it is to be another than the
+	// snapshot's (the handover); nil: the snapshot's.
+	LAPIC *LAPICKind
 }
 
 // restoring is a snapshot being restored into a VM that New builds.
@@ -213,7 +219,16 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	}
 	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: sc.LAPIC, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
 		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
-		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
+		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, PVEOI: sc.PVEOI,
+		Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
+	if o.LAPIC != nil && *o.LAPIC != sc.LAPIC {
+		// The guest's PV send-IPI is its LAPIC's: govmm's MSR, or KVM's
+		// hypercall (KVM_HC_SEND_IPI), which the other does not serve.
+		if sc.PVIPI {
+			return nil, fmt.Errorf("snapshot %s: its guest sends IPIs through %s's PV send-IPI (--pv-ipi), which %s's LAPIC does not serve: hand over a VM run without it", dir, sc.LAPIC, *o.LAPIC)
+		}
+		cfg.LAPIC = *o.LAPIC
+	}
 	if err := cfg.snapshotRefusal(); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}
@@ -221,23 +236,17 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 }
 
 // loadSnapshot puts the snapshot's state into the VM New has built (its
-// vCPUs carry their saved states already): memory (over the ACPI tables
-// New wrote: the guest's copy is the one it has), the LAPICs, the IOAPIC,
-// the UART and KVM's clock.
+// vCPUs carry their saved states already, which their loops load when they
+// start): memory (over the ACPI tables New wrote: the guest's copy is the
+// one it has), the LAPICs, the IOAPIC, the UART and KVM's clock.
 func (vm *VM) loadSnapshot(rs *restoring) error {
 	for i, r := range vm.mem.Regions {
 		if err := rs.r.ReadMemory(snapMemory(i), r.Host); err != nil {
 			return err
 		}
 	}
-	for i := range vm.cpus {
-		var s vlapic.Saved
-		if err := rs.r.ReadJSON(snapLAPIC(i), &s); err != nil {
-			return err
-		}
-		if err := vm.apics.LAPIC(i).Restore(s); err != nil {
-			return err
-		}
+	if err := vm.restoreLAPICs(rs); err != nil {
+		return err
 	}
 	var io vioapic.Saved
 	if err := rs.r.ReadJSON(snapIOAPIC, &io); err != nil {
@@ -276,6 +285,37 @@ func (vm *VM) loadSnapshot(rs *restoring) error {
 	clock.Flags = 0 // the saved clock value, not the host's realtime pairing
 	if err := vm.kvm.SetClock(clock); err != nil {
 		return fmt.Errorf("restoring KVM's clock: %w", err)
+	}
+	return nil
+}
+
+// restoreLAPICs gives each vCPU its LAPIC's saved state in the form this
+// VM's LAPIC takes: govmm's LAPICs restored here, KVM's register pages in
+// the vCPUs' saved states (their loops load them). A snapshot from KVM's
+// LAPIC goes through govmm's form on either side, so that what a restore
+// into KVM fixes (a fired one-shot timer, vlapic.Saved.KVMPage) is fixed
+// whichever LAPIC it was taken on.
+func (vm *VM) restoreLAPICs(rs *restoring) error {
+	fromKVM, toKVM := rs.cfg.LAPIC == LAPICKVM, vm.cfg.LAPIC == LAPICKVM
+	for i := range vm.cpus {
+		s := &rs.cpus[i]
+		var l vlapic.Saved
+		var err error
+		if fromKVM {
+			*s, l, err = vcpu.OnGovmmLAPIC(*s, vm.clock.tscHz)
+		} else {
+			err = rs.r.ReadJSON(snapLAPIC(i), &l)
+		}
+		if err == nil {
+			if toKVM {
+				*s, err = vcpu.OnKVMLAPIC(*s, l, uint32(i))
+			} else {
+				err = vm.apics.LAPIC(i).Restore(l)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("vCPU %d's LAPIC (saved on %s's, restored on %s's): %w", i, rs.cfg.LAPIC, vm.cfg.LAPIC, err)
+		}
 	}
 	return nil
 }

@@ -189,18 +189,23 @@ func checkSends(t *testing.T, what string, c seedExits, sends, ipis uint64, oneP
 // CALL_FUNCTION IPI to each other CPU, and none to a CPU whose queue
 // already holds a request (smp_call_function_many_cond sets a CPU in
 // cpumask_ipi only when its llist_add finds call_single_queue empty; the
-// scheduler's remote wake-ups, TTWU_QUEUE, share that queue). So the
-// experiment's count (most, flushes x 3) is a ceiling on its own IPIs, not
-// a floor: a CI run once counted 59 of 60, the other CPUs' ICR writes 42
-// of 45 while the sender's 17 of 15 held a wake-up. What is exact: every
-// CALL_FUNCTION injection is a delivered IPI, and in x2APIC physical mode
-// (onePerTarget) every send exit reaches one CPU.
+// scheduler's remote wake-ups, TTWU_QUEUE, share that queue), and a
+// CALL_FUNCTION_SINGLE instead when one target is left. So the
+// experiment's count (most, flushes x 3) is a ceiling on its
+// CALL_FUNCTION injections, not a floor: a CI run once counted 59 of 60
+// IPIs, the other CPUs' ICR writes 42 of 45 while the sender's 17 of 15
+// held a wake-up. Nor are the injections bounded by the section's IPIs:
+// lockbench's threads start flushing when the last of them is ready,
+// which opens the section just after (govmm_lock_thread), so a first
+// flush's IPIs can be sent before it opens and injected inside (kvm_pvm
+// counted 60 injections of 58 IPIs). What is exact: in x2APIC physical
+// mode (onePerTarget) every send exit reaches one CPU.
 func checkCallFunction(t *testing.T, what string, c seedExits, callFunction, most uint64, onePerTarget bool) {
 	t.Helper()
-	if callFunction == 0 || callFunction > most || c.IPIs < callFunction {
-		t.Errorf("%s: %d IPIs delivered, %d CALL_FUNCTION injected; want 1 to %d CALL_FUNCTION, each a delivered IPI", what, c.IPIs, callFunction, most)
+	if callFunction == 0 || callFunction > most {
+		t.Errorf("%s: %d IPIs delivered, %d CALL_FUNCTION injected; want 1 to %d CALL_FUNCTION", what, c.IPIs, callFunction, most)
 	}
-	checkSends(t, what, c, 1, callFunction, onePerTarget)
+	checkSends(t, what, c, 1, 1, onePerTarget)
 }
 
 // An error about missing guest output quotes the lines the guest did print.

@@ -14,7 +14,9 @@ const restoreUsage = `usage: govmm restore [flags] DIR
 
 Continues the VM saved in DIR (run's or boot's --snapshot-at and
 --snapshot-dir) where its guest stopped, in this process: the same vCPUs,
-memory, LAPICs, IOAPIC and devices, the same configuration. The exit status
+memory, LAPICs, IOAPIC and devices, the same configuration. With --lapic
+naming the other LAPIC than the snapshot's, the guest goes on on that one
+(the handover: govmm's LAPIC state into KVM's, or back). The exit status
 is the guest's, as run's. A snapshot of another format version, or with a
 damaged, truncated or missing file, is refused with one line and nothing is
 run.
@@ -27,6 +29,13 @@ func cmdRestore(args []string, stdout, stderr io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 0, "stop the guest after this long (0: never)")
 	quiet := fs.Bool("quiet", false, "do not print the accounting table (the guest's console is printed either way)")
 	f := addVMFlags(fs)
+	var lapic *vmm.LAPICKind
+	fs.Func("lapic", "the LAPIC the guest goes on on: govmm or kvm (default: the snapshot's); a guest run with --pv-ipi is refused, "+
+		"its PV send-IPI being its LAPIC's", func(s string) error {
+		k, err := vmm.ParseLAPIC(s)
+		lapic = &k
+		return err
+	})
 	pos, _, err := parseArgs(fs, args, "")
 	if err != nil {
 		return 0, err
@@ -44,7 +53,7 @@ func cmdRestore(args []string, stdout, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	vm, err := vmm.Restore(pos[0], vmm.RestoreOptions{Console: stdout, ConsoleInput: in.r, KVMPath: *f.kvmPath})
+	vm, err := vmm.Restore(pos[0], vmm.RestoreOptions{Console: stdout, ConsoleInput: in.r, KVMPath: *f.kvmPath, LAPIC: lapic})
 	if err != nil {
 		return 0, err
 	}
