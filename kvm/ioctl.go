@@ -106,7 +106,8 @@ var Ioctls = []Ioctl{
 	{"KVM_GET_STATS_FD", kvmGetStatsFD, true, "KVM's own exit statistics for the report and the dashboard"},
 	{"KVM_SIGNAL_MSI", kvmSignalMSI, true, "--lapic=kvm: a device interrupt into KVM's LAPIC"},
 	{"KVM_SET_GSI_ROUTING", kvmSetGSIRouting, true, "--lapic=kvm: the IOAPIC's level-triggered pins, whose EOIs KVM sends back"},
-	{"KVM_GET_LAPIC", kvmGetLAPIC, true, "--lapic=kvm: dumps of KVM's LAPIC"},
+	{"KVM_GET_LAPIC", kvmGetLAPIC, true, "--lapic=kvm: dumps and snapshots of KVM's LAPIC"},
+	{"KVM_SET_LAPIC", kvmSetLAPIC, true, "--lapic=kvm: building the vCPUs (x2APIC at hand-off); restoring a snapshot, each vCPU its LAPIC on its own thread as its loop starts"},
 
 	{"KVM_GET_API_VERSION", kvmGetAPIVersion, false, "opening /dev/kvm"},
 	{"KVM_CREATE_VM", kvmCreateVM, false, "building the VM"},
@@ -122,7 +123,6 @@ var Ioctls = []Ioctl{
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
 	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
 	{"KVM_SET_CLOCK", kvmSetClock, false, "restoring a snapshot: the VM's kvmclock"},
-	{"KVM_SET_LAPIC", kvmSetLAPIC, false, "--lapic=kvm: building the vCPUs (x2APIC at hand-off)"},
 }
 
 // IoctlNamed is the request number of name, from Ioctls; ok is false for

@@ -17,7 +17,20 @@ mount -t devtmpfs dev /dev
 . /run.conf
 
 say() { echo "@@$NONCE $*"; }
-fail() { say "error $*"; sync; poweroff -f; sleep 10; }
+# off powers L1 off once the console has sent everything written to it: the
+# tty layer may still hold the last lines (the status among them) when
+# poweroff -f stops the machine, and on the nested VT-x host (Bochs' UART)
+# a run once lost its status line so, the command having passed. stty's
+# set waits for the output to drain (tcsetattr TCSADRAIN); the second is
+# for the UART's own FIFO.
+off() {
+	stty -F /dev/console "$(stty -F /dev/console -g 2>/dev/null)" 2>/dev/null
+	sleep 1
+	sync
+	poweroff -f
+	sleep 10
+}
+fail() { say "error $*"; off; }
 
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 for m in $MODULES; do
@@ -71,6 +84,4 @@ chroot $root /bin/sh $cmd </dev/null
 rc=$?
 dmesg | grep -E 'kvm|SVM|VMX|vmx|svm' | grep -v -E 'kvm: (Nested|Virtual|Nested Paging)|SVM: (kvm: )?(Nested|Virtual|TSC|AVIC|LBR|Hyper|PMU virtualization is disabled)' | tail -n 20 | sed "s/^/@@$NONCE kernel /"
 say "status $rc"
-sync
-poweroff -f
-sleep 10
+off

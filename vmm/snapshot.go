@@ -211,24 +211,26 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	if err := json.Unmarshal(r.Manifest.Config, &sc); err != nil {
 		return nil, fmt.Errorf("snapshot %s: its configuration: %v", dir, err)
 	}
-	rs := &restoring{r: r, cfg: sc, cpus: make([]vcpu.Saved, max(sc.CPUs, 0))}
-	for i := range rs.cpus {
-		if err := r.ReadJSON(snapVCPU(i), &rs.cpus[i]); err != nil {
-			return nil, err
-		}
-	}
-	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: sc.LAPIC, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
-		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
-		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, PVEOI: sc.PVEOI,
-		Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
+	lapic := sc.LAPIC
 	if o.LAPIC != nil && *o.LAPIC != sc.LAPIC {
 		// The guest's PV send-IPI is its LAPIC's: govmm's MSR, or KVM's
 		// hypercall (KVM_HC_SEND_IPI), which the other does not serve.
 		if sc.PVIPI {
 			return nil, fmt.Errorf("snapshot %s: its guest sends IPIs through %s's PV send-IPI (--pv-ipi), which %s's LAPIC does not serve: hand over a VM run without it", dir, sc.LAPIC, *o.LAPIC)
 		}
-		cfg.LAPIC = *o.LAPIC
+		lapic = *o.LAPIC
 	}
+	rs := &restoring{r: r, cfg: sc, cpus: make([]vcpu.Saved, max(sc.CPUs, 0))}
+	for i := range rs.cpus {
+		if err := r.ReadJSON(snapVCPU(i), &rs.cpus[i]); err != nil {
+			return nil, err
+		}
+	}
+	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: lapic, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
+		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
+		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, PVEOI: sc.PVEOI,
+		Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
+
 	if err := cfg.snapshotRefusal(); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}
