@@ -11,7 +11,6 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -25,6 +24,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // FormatVersion is the snapshot format this govmm writes and reads. A
@@ -285,22 +286,58 @@ func hashPage(h hash.Hash, off int, page []byte) {
 	h.Write(page)
 }
 
-// hashSparse hashes the memory file r as hashPage does.
-func hashSparse(h hash.Hash, r io.Reader) error {
-	var page, zero [pageSize]byte
-	br := bufio.NewReaderSize(r, 1<<20)
-	for off := 0; ; off += pageSize {
-		n, err := io.ReadFull(br, page[:])
-		if n > 0 && !bytes.Equal(page[:n], zero[:n]) {
-			hashPage(h, off, page[:n])
+// hashSparse hashes the memory file f, of size bytes, as hashPage does,
+// reading only its data (dataExtents): its holes are zero pages, which
+// hashPage leaves out.
+func hashSparse(h hash.Hash, f *os.File, size int64) error {
+	var zero [pageSize]byte
+	buf := make([]byte, 1<<20)
+	return dataExtents(f, size, func(lo, hi int64) error {
+		for off := lo; off < hi; {
+			n := min(int64(len(buf)), hi-off)
+			if _, err := f.ReadAt(buf[:n], off); err != nil {
+				return err
+			}
+			for p := int64(0); p < n; p += pageSize {
+				page := buf[p:min(p+pageSize, n)]
+				if !bytes.Equal(page, zero[:len(page)]) {
+					hashPage(h, int(off+p), page)
+				}
+			}
+			off += n
 		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil
+		return nil
+	})
+}
+
+// dataExtents calls fn for each range of f (of size bytes) that may hold
+// data, in order, page-aligned: the ranges between its holes, found with
+// lseek's SEEK_DATA and SEEK_HOLE. Where the file system cannot tell, the
+// whole file is one range.
+func dataExtents(f *os.File, size int64, fn func(lo, hi int64) error) error {
+	fd := int(f.Fd())
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if err == unix.ENXIO {
+			return nil // only a hole to the end
 		}
+		if err != nil {
+			if off == 0 && (err == unix.EINVAL || err == unix.EOPNOTSUPP) {
+				return fn(0, size)
+			}
+			return err
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
 		if err != nil {
 			return err
 		}
+		lo, hi := data&^(pageSize-1), min((hole+pageSize-1)&^(pageSize-1), size)
+		if err := fn(lo, hi); err != nil {
+			return err
+		}
+		off = hi
 	}
+	return nil
 }
 
 // check verifies f's size and hash.
@@ -319,7 +356,7 @@ func (r *Reader) check(f File) error {
 	}
 	h := sha256.New()
 	if f.Sparse {
-		err = hashSparse(h, fd)
+		err = hashSparse(h, fd, f.Size)
 	} else {
 		_, err = io.Copy(h, fd)
 	}
@@ -363,7 +400,33 @@ func (r *Reader) ReadMemory(name string, mem []byte) error {
 		return fmt.Errorf("snapshot %s: %w", r.dir, err)
 	}
 	defer fd.Close()
-	if _, err := io.ReadFull(fd, mem); err != nil {
+	// The file's data is read into mem, and its holes are made zero in
+	// mem: what New wrote there (ACPI tables) the guest may have cleared.
+	// A hole's whole pages are dropped (private anonymous memory reads
+	// zeros again after MADV_DONTNEED) rather than written: most of a
+	// guest's memory is holes, which then cost no reading and no page.
+	next := int64(0)
+	zeroTo := func(end int64) error {
+		if end <= next {
+			return nil
+		}
+		if err := unix.Madvise(mem[next:end], unix.MADV_DONTNEED); err != nil {
+			clear(mem[next:end])
+		}
+		return nil
+	}
+	err = dataExtents(fd, f.Size, func(lo, hi int64) error {
+		zeroTo(lo)
+		if _, err := fd.ReadAt(mem[lo:hi], lo); err != nil && err != io.EOF {
+			return err
+		}
+		next = hi
+		return nil
+	})
+	if err == nil {
+		err = zeroTo(f.Size)
+	}
+	if err != nil {
 		return fmt.Errorf("snapshot %s: %s: %w", r.dir, name, err)
 	}
 	return nil
