@@ -6,11 +6,23 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/govmm/govmm/vmm"
 )
 
 type fakeControl struct {
 	paused bool
 	calls  int
+	snaps  int
+}
+
+func (c *fakeControl) Snapshot() (vmm.SnapshotInfo, error) {
+	c.calls++
+	if c.snaps++; c.snaps > 1 {
+		return vmm.SnapshotInfo{}, errors.New("a snapshot was taken already into /s")
+	}
+	return vmm.SnapshotInfo{Dir: "/s", Bytes: 1 << 20, Took: 1500 * time.Microsecond}, nil
 }
 
 func (c *fakeControl) Pause() error {
@@ -66,6 +78,16 @@ func TestControl(t *testing.T) {
 	}
 	if code, body := do("POST", "/api/v1/control/resume", "Bearer s3cret"); code != http.StatusOK || !strings.Contains(body, `"state":"running"`) || c.paused {
 		t.Errorf("resume: %d %s", code, body)
+	}
+	if code, body := do("POST", "/api/v1/control/snapshot", "Bearer wrong"); code != http.StatusUnauthorized || c.snaps != 0 {
+		t.Errorf("snapshot with a wrong token: %d %s", code, body)
+	}
+	if code, body := do("POST", "/api/v1/control/snapshot", "Bearer s3cret"); code != http.StatusOK ||
+		!strings.Contains(body, `"snapshot":{"dir":"/s","bytes":1048576,"paused_ms":1.5}`) || !strings.Contains(body, `"state":"running"`) {
+		t.Errorf("snapshot: %d %s", code, body)
+	}
+	if code, body := do("POST", "/api/v1/control/snapshot", "Bearer s3cret"); code != http.StatusConflict || !strings.Contains(body, "taken already") {
+		t.Errorf("second snapshot: %d %s, want 409 with the reason", code, body)
 	}
 	open := newServer(newFake(1), Options{Control: c})
 	req := httptest.NewRequest("POST", "/api/v1/control/pause", nil)

@@ -4,22 +4,28 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/govmm/govmm/dashboard"
+	"github.com/govmm/govmm/vmm"
 )
 
 // TestControlEndpoint pauses storm.elf through the dashboard's control
 // endpoint and resumes it: while paused the JSON API shows every vCPU
 // parked, a request without the token is refused and changes nothing, and
-// the resumed storm's exact counts pass.
+// the resumed storm's exact counts pass. A snapshot taken through the
+// endpoint (refused while the endpoint holds a pause) restores to the
+// storm's same verdict.
 func TestControlEndpoint(t *testing.T) {
 	s := startStorm(t, 3000, nil)
 	vm, con, done := s.vm, s.con, s.done
+	dir := filepath.Join(t.TempDir(), "snap")
+	snap := func() (vmm.SnapshotInfo, error) { return vm.Snapshot(dir, "test") }
 	srv := dashboard.New(dashboard.VMSource(vm, nil, dashboard.Info{Kernel: s.path}),
-		dashboard.Options{Interval: 50 * time.Millisecond, Control: dashboard.VMControl(vm), ControlToken: "t0ken"})
+		dashboard.Options{Interval: 50 * time.Millisecond, Control: dashboard.VMControl(vm, snap), ControlToken: "t0ken"})
 	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
@@ -57,11 +63,19 @@ func TestControlEndpoint(t *testing.T) {
 			t.Errorf("vCPU %d is %q while paused, want parked", c.CPU, c.State)
 		}
 	}
+	if code := post("snapshot", "t0ken"); code != http.StatusConflict {
+		t.Errorf("snapshot while the endpoint holds a pause: %d, want 409", code)
+	}
 	if code := post("resume", "t0ken"); code != http.StatusOK {
 		t.Fatalf("resume: %d", code)
 	}
+	snapped := post("snapshot", "t0ken")
 	res := <-done
 	if out := con.String(); res.Err != nil || res.Status != 1 || !strings.Contains(out, "PASS storm") {
 		t.Fatalf("storm after a pause: status %d, %v\n%s", res.Status, res.Err, out)
 	}
+	if snapped != http.StatusOK {
+		t.Fatalf("snapshot through the endpoint: %d", snapped)
+	}
+	restoreAndRun(t, dir, nil)
 }

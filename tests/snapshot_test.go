@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,4 +173,58 @@ func waitConsole(t *testing.T, con *vmm.ConsoleLog, want string, done <-chan vmm
 			t.Fatalf("no %q on the console after 2 minutes:\n%s", want, con.String())
 		}
 	}
+}
+
+// TestSnapshotOnSignal: 'govmm run --snapshot-dir DIR' alone arms a
+// snapshot on request; SIGUSR1, sent once the storm runs, takes it (the
+// guest goes on to its end), and 'govmm restore DIR' continues the storm
+// from it to the same verdict.
+func TestSnapshotOnSignal(t *testing.T) {
+	needKVM(t)
+	bin := govmmBin(t)
+	storm := filepath.Join(guestDir(t), "storm.elf")
+	dir := filepath.Join(t.TempDir(), "snap")
+	cmd := exec.Command(bin, "run", "--quiet", "--cpus", "2", "--pv-ipi=false", "--snapshot-dir", dir, storm, "mode=x2apic-phys", "count=20000")
+	lw := &lockedWriter{w: &strings.Builder{}}
+	cmd.Stdout, cmd.Stderr = lw, lw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(lw.String(), "cpus up") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the storm did not start:\n%s", lw.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGUSR1)
+	err := cmd.Wait()
+	if code := exitCode(err); code != 1 || !strings.Contains(lw.String(), "govmm: snapshot on SIGUSR1 into "+dir) || !strings.Contains(lw.String(), "PASS storm") {
+		t.Fatalf("run with SIGUSR1: status %d\n%s", code, lw.String())
+	}
+	b, err := exec.Command(bin, "restore", "--quiet", dir).CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(b), "PASS storm") {
+		t.Fatalf("restore: status %d\n%s", code, b)
+	}
+}
+
+// lockedWriter is a strings.Builder written by a child's output copier
+// and read by the test.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }

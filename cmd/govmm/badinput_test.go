@@ -58,7 +58,7 @@ var badInputs = []struct {
 	{"boot --kvm $D/kvm --lapic=kvm --avic", "--avic with --lapic=kvm: AVIC-style delivery is govmm's LAPIC's; KVM's LAPIC posts interrupts itself where the host has APICv or AVIC", 2},
 	{"run --kvm $D/kvm --control-token-file $D/tok $D/k.elf", "--control-token-file needs --dashboard (the control endpoint is the dashboard's)", 2},
 	{"run --kvm $D/kvm --snapshot-at 1s $D/k.elf", "--snapshot-at needs --snapshot-dir (where to save)", 2},
-	{"run --kvm $D/kvm --snapshot-dir $D/s $D/k.elf", "--snapshot-dir needs --snapshot-at (when to save, e.g. 2s)", 2},
+	{"run --kvm $D/kvm --snapshot-at -1s --snapshot-dir $D/s $D/k.elf", "run: --snapshot-at=-1s: want a duration of 0 or more (see 'govmm run --help')", 2},
 	{"restore", "restore: needs one snapshot directory DIR (see 'govmm restore --help')", 2},
 	{"restore $D/nosnap", "snapshot $D/nosnap: no manifest: open $D/nosnap/manifest.json: no such file or directory", 2},
 	{"bench-rtt --lapic=xen", `--lapic="xen": want govmm or kvm`, 2},

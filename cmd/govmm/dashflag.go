@@ -34,7 +34,7 @@ func addDashFlags(fs *flag.FlagSet) dashFlags {
 			dashboard.DefaultAddr+"); loopback only unless --dashboard-remote"),
 		remote: fs.Bool("dashboard-remote", false, "let --dashboard listen on a non-loopback address"),
 		token: fs.String("control-token-file", "", "with --dashboard: write a fresh random token to this file (mode 0600) and serve the control endpoint "+
-			"(POST /api/v1/control/pause and /resume, each with Authorization: Bearer TOKEN)"),
+			"(POST /api/v1/control/pause, /resume and, with --snapshot-dir, /snapshot, each with Authorization: Bearer TOKEN)"),
 		stall: fs.Duration("stall-dump", time.Minute, "print every vCPU's state (as SIGUSR2 does) once no vCPU has exited for this long "+
 			"while some are in guest mode (0: never)"),
 		symFile: fs.String("symbols", "", "name guest kernel addresses in dumps from this System.map or ELF vmlinux "+
@@ -83,7 +83,7 @@ func (d dashFlags) check() error {
 // start serves the dashboard of vm while it runs; the returned stop ends it.
 // Listening happens here so that a bad address is an error before the
 // guest starts.
-func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, stderr io.Writer) (func(), error) {
+func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, snap func() (vmm.SnapshotInfo, error), stderr io.Writer) (func(), error) {
 	if *d.addr == "" {
 		return func() {}, nil
 	}
@@ -93,7 +93,7 @@ func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Inf
 		if err != nil {
 			return nil, err
 		}
-		opts.Control, opts.ControlToken = dashboard.VMControl(vm), tok
+		opts.Control, opts.ControlToken = dashboard.VMControl(vm, snap), tok
 	}
 	srv := dashboard.New(dashboard.VMSource(vm, con, info), opts)
 	l, err := srv.Listen(*d.addr)
@@ -116,7 +116,12 @@ func (d dashFlags) start(vm *vmm.VM, con *linuxguest.Console, info dashboard.Inf
 // guest runs.
 func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, f vmFlags, in *consoleInput, timeout time.Duration, stderr io.Writer) (vmm.Result, error) {
 	d := f.dash
-	stopDash, err := d.start(vm, con, info, stderr)
+	snap, stopSnap, err := f.snap.arm(vm, stderr)
+	if err != nil {
+		return vmm.Result{}, err
+	}
+	defer stopSnap()
+	stopDash, err := d.start(vm, con, info, snap, stderr)
 	if err != nil {
 		return vmm.Result{}, err
 	}
@@ -130,11 +135,6 @@ func runVM(vm *vmm.VM, con *linuxguest.Console, info dashboard.Info, f vmFlags, 
 		return vmm.Result{}, err
 	}
 	defer endInput()
-	stopSnap, err := f.snap.arm(vm, stderr)
-	if err != nil {
-		return vmm.Result{}, err
-	}
-	defer stopSnap()
 	if err := f.sandbox.install(stderr); err != nil {
 		return vmm.Result{}, err
 	}
