@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,7 +184,7 @@ func TestSnapshotOnSignal(t *testing.T) {
 	storm := filepath.Join(guestDir(t), "storm.elf")
 	dir := filepath.Join(t.TempDir(), "snap")
 	cmd := exec.Command(bin, "run", "--quiet", "--cpus", "2", "--pv-ipi=false", "--snapshot-dir", dir, storm, "mode=x2apic-phys", "count=20000")
-	lw := &lockedWriter{w: &strings.Builder{}}
+	lw := &vmm.ConsoleLog{} // safe for the copier and the test at once
 	cmd.Stdout, cmd.Stderr = lw, lw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -208,23 +207,4 @@ func TestSnapshotOnSignal(t *testing.T) {
 	if code := exitCode(err); code != 1 || !strings.Contains(string(b), "PASS storm") {
 		t.Fatalf("restore: status %d\n%s", code, b)
 	}
-}
-
-// lockedWriter is a strings.Builder written by a child's output copier
-// and read by the test.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
 }
