@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -38,7 +39,11 @@ func TestControlEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(resp.Body)
+			t.Logf("%s: %d %s", what, resp.StatusCode, b)
+		}
 		return resp.StatusCode
 	}
 	if code := post("pause", "wrong"); code != http.StatusUnauthorized {

@@ -34,7 +34,7 @@ func (v *VCPU) takeINIT() (vlapic.Pending, error) {
 	if err := v.waitSIPI(); err != nil {
 		return vlapic.Pending{}, err
 	}
-	v.state.Store(uint32(StateGuest))
+	v.enterGuestState()
 	p := v.look()
 	v.syncTimer()
 	v.cr8 = v.lapic.CR8()

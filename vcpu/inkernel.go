@@ -39,7 +39,7 @@ func (v *VCPU) runInKernel(run *kvm.Run) error {
 			return &Error{v.id, err}
 		}
 		v.yieldIfDue()
-		v.state.Store(uint32(StateGuest))
+		v.enterGuestState()
 		err := v.kvm.Run()
 		v.state.Store(uint32(StateVMM))
 		v.afterRun(err)

@@ -104,9 +104,32 @@ func (v *VCPU) Park() (*Parking, error) {
 // that could not be saved is the requester's failure (Parking.Err: the
 // snapshot fails with it), and the vCPU goes on.
 func (v *VCPU) maybePark(loop LoopState, haltIF bool) error {
-	if v.parkReq.Load() == nil {
-		return nil
+	// A request made while the vCPU was parked found it so (Notify kicks
+	// and wakes nothing then): it is served here, before the vCPU goes on.
+	for v.parkReq.Load() != nil {
+		if err := v.park(loop, haltIF); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// enterGuestState marks the vCPU as in the guest, then looks for a park
+// request made while it was not: Notify kicks only a vCPU in the guest
+// (and wakes a halted one), so a request made between the loop's parking
+// point and here would otherwise wait for the guest's next exit of its
+// own, forever in a guest that makes none (the control endpoint's pause
+// right after a resume once did). KVM_RUN then returns at once
+// (immediate_exit) and the loop parks at its next parking point.
+func (v *VCPU) enterGuestState() {
+	v.state.Store(uint32(StateGuest))
+	if v.parkReq.Load() != nil {
+		v.kvm.SetImmediateExit(true)
+	}
+}
+
+// park serves one park request, if one is still there.
+func (v *VCPU) park(loop LoopState, haltIF bool) error {
 	p := v.parkReq.Swap(nil)
 	if p == nil {
 		return nil

@@ -88,6 +88,36 @@ func TestParkHalted(t *testing.T) {
 	}
 }
 
+// TestParkAgainWhileParked: a request made while the vCPU is still parked
+// from the last one (released, not yet gone on: Notify wakes nothing then)
+// is served before the vCPU waits on in its HLT, where nothing else would
+// wake it.
+func TestParkAgainWhileParked(t *testing.T) {
+	r := newRig(t, 1)
+	f := newFake(open(kvm.ExitHLT), outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	r.waitState(0, StateHalted)
+	first, err := r.cpus[0].Park()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked(t, first)
+	second, err := r.cpus[0].Park() // while parked: the swap took the first
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Release()
+	parked(t, second)
+	if second.Err != nil || second.Saved.Loop != LoopHalted {
+		t.Errorf("second park: %v, loop %v", second.Err, second.Saved.Loop)
+	}
+	second.Release()
+	r.waitState(0, StateHalted)
+	r.deliver(0, 0x45)
+	wait()
+}
+
 // TestParkEnded: a request to a vCPU whose loop has ended is answered at
 // once with ErrNotParked, and a second request while one waits is refused.
 func TestParkEnded(t *testing.T) {

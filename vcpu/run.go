@@ -88,7 +88,7 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 		v.yieldIfDue()
-		v.state.Store(uint32(StateGuest))
+		v.enterGuestState()
 		if err := v.prepareEntry(); err != nil {
 			if errors.Is(err, errStop) {
 				return nil
