@@ -54,7 +54,11 @@ type Device interface {
 	Activate(a Activation) error
 	// Reset stops every goroutine Activate started, waits for them, and
 	// returns the device to its initial state. Requests already completed
-	// (pushed to the used ring) stay completed; none is half done.
+	// (pushed to the used ring) stay completed; none is half done. A
+	// device keeps nothing of an activation but its goroutines (its
+	// configuration and pending input stay), so that Activate with the
+	// same queues after Reset goes on where it stopped: how a snapshot
+	// suspends and resumes it (PCITransport.Suspend).
 	Reset()
 }
 

@@ -38,6 +38,32 @@ type QueueConfig struct {
 	// Stats receives the queue's counters; nil gives the queue its own.
 	// The transport passes counters that outlive a reset.
 	Stats *QueueStats
+	// Ring, when set, is where a restored queue's device side stood
+	// (Queue.Ring at the snapshot): the used ring in guest memory is left
+	// as the driver sees it, not started again at 0.
+	Ring *QueueRing
+}
+
+// QueueRing is a queue's device-side position, which guest memory does
+// not hold: a snapshot's part of a queue. A queue is saved stopped between
+// chains (none in flight), its last batch's interrupt sent.
+type QueueRing struct {
+	LastAvail      uint16 // next avail ring entry to take
+	UsedIdx        uint16 // our used idx
+	UsedFlags      uint16 // our used.flags
+	KicksOff       bool   // between DisableKicks and EnableKicks
+	Signalled      uint16 // used idx at the last Interrupt (event idx)
+	SignalledValid bool
+}
+
+// Ring is the queue's position, for a snapshot: the serving goroutine
+// must be stopped (Device.Reset), so that nothing is in flight.
+func (q *Queue) Ring() (QueueRing, error) {
+	if q.inflight != 0 || q.pushedUnsent {
+		return QueueRing{}, fmt.Errorf("virtio: queue saved with %d chains in flight", q.inflight)
+	}
+	return QueueRing{LastAvail: q.lastAvail, UsedIdx: q.usedIdx, UsedFlags: q.usedFlags, KicksOff: q.kicksOff,
+		Signalled: q.signalled, SignalledValid: q.signalledValid}, nil
 }
 
 // QueueStats are one queue's counters (atomic: read them any time).
@@ -130,6 +156,11 @@ func NewQueue(cfg QueueConfig, mem Memory, interrupt func(), kicks <-chan struct
 	}
 	if q.used, q.usedOff, err = ringSlice(mem, cfg.Device, 6+8*uint64(n)); err != nil {
 		return nil, fmt.Errorf("virtio: device area: %w", err)
+	}
+	if r := cfg.Ring; r != nil {
+		q.lastAvail, q.usedIdx, q.usedFlags, q.kicksOff = r.LastAvail, r.UsedIdx, r.UsedFlags, r.KicksOff
+		q.signalled, q.signalledValid = r.Signalled, r.SignalledValid
+		return q, nil
 	}
 	// The driver set up the rings before DRIVER_OK and reset zeroes our
 	// state, so both sides start at index 0 (virtio 1.2 §2.7.8.1 writes

@@ -119,6 +119,13 @@ type PCITransport struct {
 	queues     []*queueState
 	active     bool // queues built and kickers running (DRIVER_OK)
 	closed     bool
+	// act is the activation handed to the device, and rings its queues
+	// (nil entries for disabled ones): kept for Suspend, Resume and Save.
+	act   Activation
+	rings []*Queue
+	// suspended: Suspend stopped the device's goroutines (a snapshot);
+	// Resume starts them again on the same queues.
+	suspended bool
 }
 
 // queueState is one queue's common-configuration registers.
@@ -304,7 +311,7 @@ func (t *PCITransport) teardownLocked() {
 		k.stop()
 	}
 	t.dev.Reset()
-	t.active = false
+	t.active, t.suspended, t.act, t.rings = false, false, Activation{}, nil
 }
 
 // clearLocked returns every register to its initial value; the reset
@@ -381,7 +388,11 @@ func (t *PCITransport) queueInterrupt(i int, epoch uint64) func() {
 
 // activateLocked is DRIVER_OK: build the enabled queues, start their
 // kickers, hand them to the device.
-func (t *PCITransport) activateLocked() {
+func (t *PCITransport) activateLocked() { t.startLocked(nil) }
+
+// startLocked builds the enabled queues, where rings (a snapshot's) says
+// when set, starts their kickers and hands them to the device.
+func (t *PCITransport) startLocked(rings []*QueueRing) {
 	epoch := t.epoch.Load()
 	feats := t.drvFeat
 	qs := make([]QueueIO, len(t.queues))
@@ -391,10 +402,14 @@ func (t *PCITransport) activateLocked() {
 			continue
 		}
 		chans[i] = make(chan struct{}, 1)
+		var ring *QueueRing
+		if i < len(rings) {
+			ring = rings[i]
+		}
 		q, err := NewQueue(QueueConfig{
 			Size: s.size, Desc: s.desc, Driver: s.driver, Device: s.device,
 			EventIdx: feats&FeatureEventIdx != 0, Indirect: feats&FeatureIndirectDesc != 0,
-			Stats: &t.stats.Queues[i],
+			Stats: &t.stats.Queues[i], Ring: ring,
 		}, t.mem, t.queueInterrupt(i, epoch), chans[i])
 		if err != nil {
 			t.setNeedsReset(epoch, fmt.Errorf("virtio: DRIVER_OK: queue %d: %w", i, err))
@@ -415,12 +430,19 @@ func (t *PCITransport) activateLocked() {
 		}
 	}
 	t.active = true
-	err := t.dev.Activate(Activation{
+	t.rings = make([]*Queue, len(qs))
+	for i, q := range qs {
+		if q != nil {
+			t.rings[i] = q.(*Queue)
+		}
+	}
+	t.act = Activation{
 		Features:      feats,
 		Queues:        qs,
 		NeedsReset:    func(err error) { t.setNeedsReset(epoch, err) },
 		ConfigChanged: func() { t.configChanged(epoch) },
-	})
+	}
+	err := t.dev.Activate(t.act)
 	if err != nil {
 		t.setNeedsReset(epoch, fmt.Errorf("virtio: activate: %w", err))
 	}
