@@ -16,18 +16,23 @@ import (
 
 // TestFuzzSnapshot snapshots fuzz.elf at random moments of its run (its
 // four CPUs writing at random everything govmm serves: the LAPICs, the
-// IOAPIC, the remapping unit, the PV units) and restores each snapshot in
+// IOAPIC, the remapping unit, the PV units, the virtio console and
+// disk's PCI functions and transports) and restores each snapshot in
 // a new VM: a seed that passes uninterrupted still passes from every
 // snapshot, its own invariants kept (the vectors it expects taken, none
 // twice), or ends there as TestGuestFuzz lets a seed end (the CPUs race
-// on from the snapshot as they did not before: another path), on govmm's LAPIC with the PV send-IPI and PV EOI on. (No virtio
-// device: a snapshot does not save virtio's state yet.) The moments are
-// drawn from a logged seed.
+// on from the snapshot as they did not before: another path), on govmm's
+// LAPIC with the PV send-IPI and PV EOI on. The moments are drawn from a
+// logged seed.
 func TestFuzzSnapshot(t *testing.T) {
 	needKVM(t)
 	path := filepath.Join(guestDir(t), "fuzz.elf")
 	img, err := os.ReadFile(path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	disk := filepath.Join(t.TempDir(), "scratch.img")
+	if err := os.WriteFile(disk, make([]byte, 4<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pick := uint64(time.Now().UnixNano())
@@ -39,7 +44,7 @@ func TestFuzzSnapshot(t *testing.T) {
 		cmdline := fmt.Sprintf("seed=%d secs=%d", seed, secs)
 		var con vmm.ConsoleLog
 		vm, err := vmm.New(vmm.Config{CPUs: 4, Kernel: img, KernelPath: path, Cmdline: cmdline, Console: &con,
-			IOMMU: true, PVIPI: true, PVEOI: true, Watchdog: 20 * time.Second})
+			IOMMU: true, PVIPI: true, PVEOI: true, VirtioConsole: true, Disk: vmm.Disk{Path: disk}, Watchdog: 20 * time.Second})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -17,9 +17,8 @@ import (
 	"github.com/govmm/govmm/vmm"
 )
 
-// shellVM is a Linux guest at its u-root shell on the serial console (no
-// virtio device: a snapshot does not save virtio's state yet), driven by
-// typing into its console.
+// shellVM is a Linux guest at its u-root shell on its console (the virtio
+// console, hvc0), driven by typing into it.
 type shellVM struct {
 	vm   *vmm.VM
 	con  interface{ Log() string }
@@ -43,9 +42,6 @@ func bootShell(t *testing.T, mode string, edit func(*vmm.Config)) *shellVM {
 	}
 	cfg, _, err := linuxguest.VMConfig(mode, 2, true, false, "")
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := linuxguest.SetConsole(&cfg, "serial"); err != nil {
 		t.Fatal(err)
 	}
 	con := linuxguest.NewConsole(nil, linuxguest.BootMilestones)
@@ -178,28 +174,39 @@ func uptime(t *testing.T, out string) float64 {
 }
 
 // TestLinuxSnapshot snapshots a Linux guest (govmm's kernel, 512 MiB, 2
-// vCPUs, PV EOI on) at its shell after it wrote a file to its tmpfs, and
-// restores it in a new VM: the shell answers, the file reads back, and
-// the guest's clock goes on from where it was (its uptime, which stood
-// still while it was saved, moves on). The snapshot's size and the times
-// to save and restore it are logged (the closing figures of issue 40).
+// vCPUs, PV EOI on, its console and a disk on virtio) at its shell after
+// it wrote a file to its tmpfs and one to the disk, and restores it in a
+// new VM: the shell answers (the virtio console's queues where they
+// were), both files read back, the guest's clock goes on from where it
+// was (its uptime, which stood still while it was saved, moves on), and a
+// file written to the disk after the restore is on the image (virtio-blk's
+// queues where they were). The snapshot's size and the times to save and
+// restore it are logged (the closing figures of issue 40).
 func TestLinuxSnapshot(t *testing.T) {
-	s := bootShell(t, "cluster", nil)
-	out := s.typeLine(t, "echo snap-$((6*7)) > /tmp/f; cat /proc/uptime; echo mark-$((1+1))", `mark-2`)
+	disk := makeDisk(t, map[string]string{"host.txt": "from the host\n"}, 16, 16)
+	s := bootShell(t, "cluster", func(c *vmm.Config) { c.Disk = vmm.Disk{Path: disk.path} })
+	s.typeLine(t, "mkdir /mnt; mount -t ext2 /dev/vda /mnt; cat /mnt/host.txt", `from the host`)
+	out := s.typeLine(t, "echo snap-$((6*7)) > /tmp/f; echo disk-$((6*7)) > /mnt/before.txt; sync; cat /proc/uptime; echo mark-$((1+1))", `mark-2`)
 	up1 := uptime(t, out)
 	dir, info := s.snapshotShell(t, "shell")
 	r, took := restoreShell(t, dir, nil)
 	t.Logf("512 MiB Linux at its shell: snapshot of %.1f MiB (%d KiB on disk) in %v (the guest paused), restore built in %v",
 		float64(info.Bytes)/(1<<20), diskKiB(t, dir), info.Took.Round(time.Millisecond), took.Round(time.Millisecond))
 	time.Sleep(time.Second) // the clock must move on
-	out = r.typeLine(t, "cat /tmp/f; cat /proc/uptime; echo mark-$((2+3))", `mark-5`)
-	if !strings.Contains(out, "snap-42") {
-		t.Errorf("the file written before the snapshot does not read back after it:\n%s", out)
+	out = r.typeLine(t, "cat /tmp/f /mnt/before.txt; cat /proc/uptime; echo mark-$((2+3))", `mark-5`)
+	if !strings.Contains(out, "snap-42") || !strings.Contains(out, "disk-42") {
+		t.Errorf("the files written before the snapshot do not read back after it:\n%s", out)
 	}
 	if up2 := uptime(t, out); up2 <= up1 || up2 > up1+120 {
 		t.Errorf("uptime %.2f s before the snapshot, %.2f s after the restore: want it to move on from where it was", up1, up2)
 	}
+	r.typeLine(t, "echo after-$((7*6)) > /mnt/after.txt; umount /mnt; echo mark-$((3+4))", `mark-7`)
 	r.poweroff(t)
+	for name, want := range map[string]string{"before.txt": "disk-42\n", "after.txt": "after-42\n"} {
+		if got, ok := readDiskFile(t, disk, name); got != want {
+			t.Errorf("the image's %s reads %q (found %v), want %q", name, got, ok, want)
+		}
+	}
 }
 
 // TestLinuxHandover hands a Linux guest from govmm's LAPIC to KVM's and

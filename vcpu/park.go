@@ -270,6 +270,9 @@ func (v *VCPU) resumeSaved(s Saved) error {
 	if err := v.restoreAPIC(s); err != nil {
 		return fmt.Errorf("restoring the saved state: %w", err)
 	}
+	if v.restored != nil {
+		v.restored()
+	}
 	v.events = s.Events
 	switch s.Loop {
 	case LoopRunning:

@@ -36,6 +36,11 @@ type Config struct {
 	// loop loads it into KVM on its own thread and goes on where it was
 	// (running, halted, waiting for SIPI). Boot is then nil.
 	Resume *Saved
+	// Restored, with Resume, is called on the vCPU's thread once its
+	// saved state is loaded (before it waits on, if it was halted), and
+	// returns when the vCPU may go on: the VM holds every vCPU until all
+	// have their state, then starts its devices (vmm.Restore).
+	Restored func()
 	// SMM: the VM's memory is mapped in KVM's SMM address space too, so
 	// an SMI the LAPIC accepts is injected (KVM_SMI). false: the host's
 	// KVM has no SMM, and such an SMI is counted as dropped.
@@ -171,13 +176,14 @@ type VCPU struct {
 	parkReq   atomic.Pointer[Parking]
 	xsaveSize int // Config.XSAVESize: KVM_GET_XSAVE2's size, for SaveState
 	resume    *Saved
+	restored  func()
 }
 
 // New builds the vCPU; nothing runs until Run.
 func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
-		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume}
+		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume, restored: c.Restored}
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil

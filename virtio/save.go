@@ -86,10 +86,12 @@ func (t *PCITransport) Save() (TransportSaved, error) {
 	return s, nil
 }
 
-// Restore makes s the transport's state, before the VM runs, and starts
-// the device on its queues where they stood if it was running. A state of
-// another device's shape (another number of queues, a size above the
-// queue's maximum) is refused with the transport left reset.
+// Restore makes s the transport's state, before the VM runs. A device
+// that was running gets its queues where they stood, suspended: Resume
+// starts it, once the vCPUs have their state back (its first interrupt
+// must find their LAPICs restored). A state of another device's shape
+// (another number of queues, a size above the queue's maximum) is refused
+// with the transport left reset.
 func (t *PCITransport) Restore(s TransportSaved) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -118,7 +120,7 @@ func (t *PCITransport) Restore(s TransportSaved) error {
 		rings[i] = q.Ring
 	}
 	if s.Active {
-		t.startLocked(rings)
+		t.startLocked(rings, true)
 		if !t.active {
 			return fmt.Errorf("virtio: restoring the running device: %s", t.stats.LastError())
 		}

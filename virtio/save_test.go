@@ -40,8 +40,11 @@ func TestTransportSaveRestore(t *testing.T) {
 	if err := t2.Restore(s); err != nil {
 		t.Fatal(err)
 	}
-	if dev2.activations != 1 {
-		t.Fatalf("restored device activated %d times, want once", dev2.activations)
+	if dev2.activations != 0 {
+		t.Fatalf("restored device activated %d times before Resume, want none", dev2.activations)
+	}
+	if err := t2.Resume(); err != nil || dev2.activations != 1 {
+		t.Fatalf("Resume: %v, %d activations, want one", err, dev2.activations)
 	}
 	bar2 := bar{t, t2}
 	bar2.w(t2.NotifyOffset(0), 2, 0)

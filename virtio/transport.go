@@ -388,11 +388,12 @@ func (t *PCITransport) queueInterrupt(i int, epoch uint64) func() {
 
 // activateLocked is DRIVER_OK: build the enabled queues, start their
 // kickers, hand them to the device.
-func (t *PCITransport) activateLocked() { t.startLocked(nil) }
+func (t *PCITransport) activateLocked() { t.startLocked(nil, false) }
 
 // startLocked builds the enabled queues, where rings (a snapshot's) says
-// when set, starts their kickers and hands them to the device.
-func (t *PCITransport) startLocked(rings []*QueueRing) {
+// when set, starts their kickers and hands them to the device, or with
+// suspended, keeps them for Resume to.
+func (t *PCITransport) startLocked(rings []*QueueRing, suspended bool) {
 	epoch := t.epoch.Load()
 	feats := t.drvFeat
 	qs := make([]QueueIO, len(t.queues))
@@ -441,6 +442,10 @@ func (t *PCITransport) startLocked(rings []*QueueRing) {
 		Queues:        qs,
 		NeedsReset:    func(err error) { t.setNeedsReset(epoch, err) },
 		ConfigChanged: func() { t.configChanged(epoch) },
+	}
+	if suspended {
+		t.suspended = true
+		return
 	}
 	err := t.dev.Activate(t.act)
 	if err != nil {

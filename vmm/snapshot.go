@@ -5,28 +5,36 @@
 // running, halted, waiting for SIPI, with the events it had latched),
 // the LAPICs (govmm's with their timers as time remaining, or KVM's
 // register pages), PV EOI's MSRs, the IOAPIC, the VT-d remapping unit,
-// the UART, KVM's clock and the SYSCALL doorbell's registrations.
+// the UART, KVM's clock, the SYSCALL doorbell's registrations, and the
+// PCI functions with their virtio transports (each queue where its device
+// stood) and devices (the console's undelivered input; the disk image,
+// flushed, named in the configuration).
 //
 // A snapshot taken on one LAPIC restores on the other (RestoreOptions.LAPIC,
 // govmm restore --lapic): vcpu.OnKVMLAPIC and vcpu.OnGovmmLAPIC move each
 // vCPU's state across (the handover).
 //
-// Not saved yet, and so refused with one line (issue 40 goes on): PCI and
-// virtio devices (--disk, --virtio-console).
+// The virtio devices are suspended for the save, between requests, after
+// the vCPUs have parked and before anything is saved: a request completing
+// during the save would change a LAPIC already written. A restored VM
+// starts them once every vCPU has its state back (restoredVCPU).
 
 package vmm
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/govmm/govmm/devices"
 	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/kvm"
+	"github.com/govmm/govmm/pci"
 	"github.com/govmm/govmm/snapshot"
+	"github.com/govmm/govmm/virtio"
+	"github.com/govmm/govmm/virtio/console"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
@@ -50,7 +58,10 @@ type snapConfig struct {
 	X2APICAtReset   bool
 	IOMMU           bool
 	PVEOI           bool
-	Linux           bool // the guest was loaded as Linux (its boot protocol's conventions)
+	VirtioConsole   bool
+	Disk            Disk
+	DiskSize        int64 // the image's size when saved: a restore refuses another
+	Linux           bool  // the guest was loaded as Linux (its boot protocol's conventions)
 }
 
 // The snapshot's files.
@@ -60,19 +71,24 @@ const (
 	snapClock    = "clock.json"
 	snapDoorbell = "doorbell.json"
 	snapIOMMU    = "iommu.json"
+	snapConsole  = "virtio-console.json"
 )
 
 func snapVCPU(i int) string   { return fmt.Sprintf("vcpu-%d.json", i) }
 func snapLAPIC(i int) string  { return fmt.Sprintf("lapic-%d.json", i) }
 func snapMemory(i int) string { return fmt.Sprintf("memory-%d", i) }
+func snapPCI(i int) string    { return fmt.Sprintf("pci-%d.json", i) }
 
-// snapshotRefusal says why this VM cannot be snapshotted yet, or nil.
-func (c *Config) snapshotRefusal() error {
-	if c.Disk.Path != "" || c.VirtioConsole {
-		return errors.New("snapshot: not yet for a VM with virtio devices (--disk, --virtio-console): that state is not saved yet")
-	}
-	return nil
+// pciSaved is one PCI function's file: the function and its transport.
+type pciSaved struct {
+	Name      string
+	Function  pci.FunctionSaved
+	Transport virtio.TransportSaved
 }
+
+// snapshotRefusal says why this VM cannot be snapshotted, or nil: every
+// configuration can be now.
+func (c *Config) snapshotRefusal() error { return nil }
 
 // SnapshotInfo describes a snapshot just written.
 type SnapshotInfo struct {
@@ -87,6 +103,14 @@ func (vm *VM) SnapshotFiles() []string {
 	names := []string{snapIOAPIC, snapSerial, snapClock, snapDoorbell}
 	if vm.plat.RemappingUnit() != nil {
 		names = append(names, snapIOMMU)
+	}
+	if vm.pci != nil {
+		for i := range vm.pci.funcs {
+			names = append(names, snapPCI(i))
+		}
+		if vm.pci.console != nil {
+			names = append(names, snapConsole)
+		}
 	}
 	for i := range vm.mem.Regions {
 		names = append(names, snapMemory(i))
@@ -129,13 +153,18 @@ func (vm *VM) SnapshotInto(w *snapshot.Writer, dir, version string) (SnapshotInf
 		return SnapshotInfo{}, fmt.Errorf("snapshot: %w", err)
 	}
 	defer vm.Resume(p)
+	diskSize, err := vm.suspendDevices()
+	defer vm.resumeDevices()
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
 	if err := vm.writeSnapshot(w, p); err != nil {
 		return SnapshotInfo{}, err
 	}
 	sc := snapConfig{CPUs: vm.cfg.CPUs, MemSize: vm.cfg.MemSize, X2APIC: vm.cfg.X2APIC, LAPIC: vm.cfg.LAPIC, PVIPI: vm.cfg.PVIPI,
 		AVIC: vm.cfg.AVIC, SyscallDoorbell: vm.cfg.SyscallDoorbell, Cmdline: vm.cfg.Cmdline, KernelPath: vm.cfg.KernelPath,
 		TSCDeadline: vm.cfg.TSCDeadline, HaltPoll: vm.cfg.HaltPoll, X2APICAtReset: vm.cfg.X2APICAtReset, IOMMU: vm.cfg.IOMMU,
-		PVEOI: vm.cfg.PVEOI, Linux: vm.linux}
+		PVEOI: vm.cfg.PVEOI, VirtioConsole: vm.cfg.VirtioConsole, Disk: vm.cfg.Disk, DiskSize: diskSize, Linux: vm.linux}
 	if err := w.Finish(sc, version); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -172,6 +201,9 @@ func (vm *VM) writeSnapshot(w *snapshot.Writer, p *Paused) error {
 		}
 	}
 	if err := w.WriteJSON(snapDoorbell, vm.pv.doorbell.Save()); err != nil {
+		return err
+	}
+	if err := vm.writePCI(w); err != nil {
 		return err
 	}
 	clock, err := vm.kvm.Clock()
@@ -229,9 +261,10 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	cfg := Config{CPUs: sc.CPUs, MemSize: sc.MemSize, X2APIC: sc.X2APIC, LAPIC: lapic, PVIPI: sc.PVIPI, AVIC: sc.AVIC,
 		SyscallDoorbell: sc.SyscallDoorbell, Cmdline: sc.Cmdline, KernelPath: sc.KernelPath, TSCDeadline: sc.TSCDeadline,
 		HaltPoll: sc.HaltPoll, X2APICAtReset: sc.X2APICAtReset, IOMMU: sc.IOMMU, PVEOI: sc.PVEOI,
+		VirtioConsole: sc.VirtioConsole, Disk: sc.Disk,
 		Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
 
-	if err := cfg.snapshotRefusal(); err != nil {
+	if err := checkSnapDisk(sc); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
 	}
 	return New(cfg)
@@ -280,6 +313,9 @@ func (vm *VM) loadSnapshot(rs *restoring) error {
 	if err := vm.pv.doorbell.Restore(entries); err != nil {
 		return err
 	}
+	if err := vm.restorePCI(rs); err != nil {
+		return err
+	}
 	var clock kvm.ClockData
 	if err := rs.r.ReadJSON(snapClock, &clock); err != nil {
 		return err
@@ -318,6 +354,123 @@ func (vm *VM) restoreLAPICs(rs *restoring) error {
 		if err != nil {
 			return fmt.Errorf("vCPU %d's LAPIC (saved on %s's, restored on %s's): %w", i, rs.cfg.LAPIC, vm.cfg.LAPIC, err)
 		}
+	}
+	return nil
+}
+
+// suspendDevices stops every virtio device between requests and flushes
+// the disk image; it returns the image's size (0: no disk).
+func (vm *VM) suspendDevices() (int64, error) {
+	if vm.pci == nil {
+		return 0, nil
+	}
+	for _, vf := range vm.pci.funcs {
+		vf.t.Suspend()
+	}
+	if d := vm.pci.disk; d != nil {
+		if err := d.Flush(); err != nil {
+			return 0, fmt.Errorf("snapshot: flushing the disk image %s: %w", vm.cfg.Disk.Path, err)
+		}
+		return d.Size(), nil
+	}
+	return 0, nil
+}
+
+// resumeDevices starts the suspended virtio devices again; one that
+// cannot start is set DEVICE_NEEDS_RESET (the guest is told) and logged.
+func (vm *VM) resumeDevices() {
+	if vm.pci == nil {
+		return
+	}
+	for _, vf := range vm.pci.funcs {
+		if err := vf.t.Resume(); err != nil {
+			vm.log().Error(vf.name+": could not start again after the snapshot (DEVICE_NEEDS_RESET)", "err", err)
+		}
+	}
+}
+
+// writePCI writes each PCI function's file and the console's.
+func (vm *VM) writePCI(w *snapshot.Writer) error {
+	if vm.pci == nil {
+		return nil
+	}
+	for i, vf := range vm.pci.funcs {
+		ts, err := vf.t.Save()
+		if err != nil {
+			return fmt.Errorf("snapshot: %s: %w", vf.name, err)
+		}
+		if err := w.WriteJSON(snapPCI(i), pciSaved{Name: vf.name, Function: vf.fn.Save(), Transport: ts}); err != nil {
+			return err
+		}
+	}
+	if c := vm.pci.console; c != nil {
+		return w.WriteJSON(snapConsole, c.Save())
+	}
+	return nil
+}
+
+// restorePCI puts the PCI functions, their transports (devices left
+// suspended) and the console's input back; the devices start once every
+// vCPU has its state (restoredVCPU).
+func (vm *VM) restorePCI(rs *restoring) error {
+	if vm.pci == nil {
+		return nil
+	}
+	for i, vf := range vm.pci.funcs {
+		var s pciSaved
+		if err := rs.r.ReadJSON(snapPCI(i), &s); err != nil {
+			return err
+		}
+		if s.Name != vf.name {
+			return fmt.Errorf("snapshot: PCI function %d is %s, this VM's is %s", i, s.Name, vf.name)
+		}
+		if err := vf.fn.Restore(s.Function); err != nil {
+			return err
+		}
+		if err := vf.t.Restore(s.Transport); err != nil {
+			return fmt.Errorf("%s: %w", vf.name, err)
+		}
+	}
+	if c := vm.pci.console; c != nil {
+		var s console.Saved
+		if err := rs.r.ReadJSON(snapConsole, &s); err != nil {
+			return err
+		}
+		c.Restore(s)
+	}
+	return nil
+}
+
+// restoredVCPU is each restored vCPU's vcpu.Config.Restored: it returns
+// once every vCPU has its state back, and the last one starts the
+// devices. No vCPU enters the guest before: on KVM's LAPIC each vCPU
+// loads its LAPIC (KVM_SET_LAPIC) on its own thread, and an IPI that one
+// already running sent to one still loading was overwritten by the load
+// (the nested VT-x host lost storm.elf's wake-up IPI so).
+func (vm *VM) restoredVCPU() {
+	if vm.restoring.Add(-1) == 0 {
+		vm.resumeDevices()
+		close(vm.restoredAll)
+		return
+	}
+	select {
+	case <-vm.restoredAll:
+	case <-vm.done:
+	}
+}
+
+// checkSnapDisk refuses a snapshot whose disk image is gone or changed
+// size since: the guest's file system would not be the one it knew.
+func checkSnapDisk(sc snapConfig) error {
+	if sc.Disk.Path == "" {
+		return nil
+	}
+	fi, err := os.Stat(sc.Disk.Path)
+	if err != nil {
+		return fmt.Errorf("its disk image: %w", err)
+	}
+	if fi.Size() != sc.DiskSize {
+		return fmt.Errorf("its disk image %s is %d bytes, %d when saved", sc.Disk.Path, fi.Size(), sc.DiskSize)
 	}
 	return nil
 }

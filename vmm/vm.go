@@ -50,7 +50,12 @@ type VM struct {
 	apics *vlapic.Bus
 	cpus  []*vcpu.VCPU
 	kvcpu []*kvm.VCPU
-	acct  *accounting.VM
+	// restoring counts the restored vCPUs that have not loaded their
+	// state yet (restoredVCPU); at 0 the devices start and restoredAll
+	// closes, and the vCPUs go on.
+	restoring   atomic.Int32
+	restoredAll chan struct{}
+	acct        *accounting.VM
 	// obs is the LAPICs' and vCPUs' observer, counting into acct; it
 	// traces the PV send-IPI's and the devices' interrupts too.
 	obs   *accounting.Observer
@@ -365,6 +370,10 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	vm.stamps = newStampClock(vm.clock.tscHz)
 	vm.obs = accounting.NewObserver(vm.acct, vm.stamps)
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
+	if vm.cfg.restore != nil {
+		vm.restoring.Store(int32(n))
+		vm.restoredAll = make(chan struct{})
+	}
 	var delivery routing.Delivery
 	if vm.cfg.LAPIC == LAPICKVM {
 		vm.kvmLAPICs = routing.NewKVMLAPICs(vm.kvm, n, vm.deliveryRefused)
@@ -434,7 +443,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 			cfg.Boot = boot
 		}
 		if rs := vm.cfg.restore; rs != nil {
-			cfg.Resume = &rs.cpus[i]
+			cfg.Resume, cfg.Restored = &rs.cpus[i], vm.restoredVCPU
 		}
 		vm.cpus[i] = vcpu.New(i, cfg)
 	}

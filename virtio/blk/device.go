@@ -147,6 +147,19 @@ func (d *Device) Reset() {
 	d.stop = nil
 }
 
+// Flush writes what the image's page cache holds back to the file
+// (fdatasync), for a snapshot taken with the device suspended: the file
+// the manifest names then holds every write the guest was told of.
+func (d *Device) Flush() error {
+	if d.img.buffered == nil {
+		return nil
+	}
+	return fdatasync(d.img.bufferedFD)
+}
+
+// Size is the image's size in bytes.
+func (d *Device) Size() int64 { return d.img.size }
+
 func fdatasync(fd int) error {
 	for {
 		err := unix.Fdatasync(fd)

@@ -205,3 +205,37 @@ func (d *Device) Reset() {
 	d.serving.Wait()
 	d.stop = nil
 }
+
+// Saved is a console's state in a snapshot: its size and the input not
+// yet delivered to the guest.
+type Saved struct {
+	Cols, Rows uint16
+	Input      []byte `json:",omitempty"`
+}
+
+// Save returns the console's state (the transport suspended: no receive
+// chain is being filled).
+func (d *Device) Save() Saved {
+	d.mu.Lock()
+	s := Saved{Cols: d.cols, Rows: d.rows}
+	d.mu.Unlock()
+	d.in.mu.Lock()
+	s.Input = append([]byte(nil), d.in.pending...)
+	d.in.mu.Unlock()
+	return s
+}
+
+// Restore makes s the console's state before the VM runs: the saved input
+// goes to the guest first, before anything typed after the restore.
+func (d *Device) Restore(s Saved) {
+	d.mu.Lock()
+	d.cols, d.rows = s.Cols, s.Rows
+	d.mu.Unlock()
+	d.in.mu.Lock()
+	d.in.pending = append(append([]byte(nil), s.Input...), d.in.pending...)
+	d.in.mu.Unlock()
+	select {
+	case d.in.wake <- struct{}{}:
+	default:
+	}
+}
