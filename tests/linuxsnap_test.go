@@ -160,8 +160,9 @@ func restoreShell(t *testing.T, dir string, lapic *vmm.LAPICKind) (*shellVM, tim
 	return startShell(t, vm, con, pw), took
 }
 
-// reUptime is /proc/uptime's first field.
-var reUptime = regexp.MustCompile(`(?m)^(\d+\.\d+) \d+\.\d+\s*$`)
+// reUptime is /proc/uptime's first field, on a line of its own or after
+// the shell's prompt (the console interleaves them).
+var reUptime = regexp.MustCompile(`(?m)(?:^|\$ )(\d+\.\d+) \d+\.\d+\s*$`)
 
 func uptime(t *testing.T, out string) float64 {
 	t.Helper()

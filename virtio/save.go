@@ -90,8 +90,7 @@ func (t *PCITransport) Save() (TransportSaved, error) {
 // that was running gets its queues where they stood, suspended: Resume
 // starts it, once the vCPUs have their state back (its first interrupt
 // must find their LAPICs restored). A state of another device's shape
-// (another number of queues, a size above the queue's maximum) is refused
-// with the transport left reset.
+// (another number of queues) is refused with the transport left reset.
 func (t *PCITransport) Restore(s TransportSaved) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -102,11 +101,9 @@ func (t *PCITransport) Restore(s TransportSaved) error {
 	if len(s.Queues) != len(t.queues) {
 		return fmt.Errorf("virtio: saved transport has %d queues, the device %d", len(s.Queues), len(t.queues))
 	}
-	for i, q := range s.Queues {
-		if q.Size > t.maxSizes[i] || q.Size&(q.Size-1) != 0 {
-			return fmt.Errorf("virtio: saved queue %d of size %d (its maximum %d)", i, q.Size, t.maxSizes[i])
-		}
-	}
+	// Any queue_size is kept as the driver wrote it, as the register does
+	// (a size no queue can have makes DRIVER_OK fail, and a running
+	// queue's is checked again when it is built).
 	t.status, t.devFeatSel, t.drvFeatSel, t.drvFeat, t.queueSel = s.Status, s.DevFeatSel, s.DrvFeatSel, s.DrvFeat, s.QueueSel
 	t.configVector.Store(s.ConfigVector)
 	t.needsReset.Store(s.NeedsReset)
