@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 //go:embed init.sh
@@ -48,8 +50,19 @@ func buildImage(cache string, h Host, logf func(string, ...any)) (*image, error)
 	key := hex.EncodeToString(sum.Sum(nil))[:12]
 	dir := filepath.Join(cache, "nested", fmt.Sprintf("image-%s-%s", h, key))
 	img := &image{Dir: dir, Kernel: filepath.Join(dir, "vmlinuz"), Base: filepath.Join(dir, "base.cpio")}
-	if b, err := os.ReadFile(filepath.Join(dir, "modules")); err == nil && exists(img.Kernel) && exists(img.Base) {
-		img.Modules = strings.Fields(string(b))
+	if img.ready() {
+		return img, nil
+	}
+	// One build at a time: make test starts its L1s side by side, and two
+	// builders shared the download directory, one emptying it under the
+	// other (a CI run's first L1 failed so when /init changed). The one
+	// that waited finds the image built.
+	unlock, err := lockBuild(filepath.Join(cache, "nested", "image.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if img.ready() {
 		return img, nil
 	}
 
@@ -137,4 +150,37 @@ func buildImage(cache string, h Host, logf func(string, ...any)) (*image, error)
 	}
 	logf("nested: %s L1 image ready: %s, modules %s", h, kpkg, strings.Join(img.Modules, " "))
 	return img, nil
+}
+
+// ready loads the image's module list if the image is complete.
+func (img *image) ready() bool {
+	b, err := os.ReadFile(filepath.Join(img.Dir, "modules"))
+	if err != nil || !exists(img.Kernel) || !exists(img.Base) {
+		return false
+	}
+	img.Modules = strings.Fields(string(b))
+	return true
+}
+
+// lockBuild takes the exclusive lock of path (flock), waiting for another
+// process's build; the returned func releases it.
+func lockBuild(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("nested: locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

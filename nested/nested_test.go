@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLoadOrder: each module comes after what it depends on, once, and a
@@ -120,5 +121,33 @@ func TestEmulatorMissing(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", h, err, want)
 		}
+	}
+}
+
+// TestLockBuild: a second build waits for the first's lock.
+func TestLockBuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "image.lock")
+	unlock, err := lockBuild(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{})
+	go func() {
+		u, err := lockBuild(path)
+		if err == nil {
+			u()
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("the second lock was taken while the first was held")
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlock()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second lock was not taken after the first was released")
 	}
 }
