@@ -399,11 +399,12 @@ NESTED_SHARD = { RUN='$(2)' SKIP='$(3)' $(NESTED_RUN) scripts/nested-tests.sh $(
 	   echo $$? > $(TESTLOG)/nested-$(1).rc; } | $(SUMMARY) filter -tests /dev/null
 NESTED_VTX ?=
 NESTED_TEST_TIMEOUT ?= 60m
-# The second L1's tests (go test's -run syntax; the first L1 skips them):
-# TestStorm's avic half (18 minutes there). Debian's default kernel stays
+# The second L1's tests (go test's -run syntax, whose top-level
+# alternatives each split at slashes; the first L1 skips them): TestStorm's
+# avic half (18 minutes there) and three snapshot tests (3 minutes). Debian's default kernel stays
 # on request (make boot-debian-default): in the nested host its three
 # boots once took 4-9 minutes and once had not ended after 39 (open).
-SECOND_SHARD := ^TestStorm$$/^avic$$
+SECOND_SHARD := ^TestStorm$$/^avic$$|^(TestSnapshotOnSignal|TestFuzzSnapshot|TestSnapshotCLI)$$
 nested-test: build guests floorvmm initramfs kernel debian-kernel test-deps test-tools nested-deps
 	@case '$(abspath $(TESTLOG))/' in '$(abspath $(CACHE))'/*) ;; /tmp/*) echo "make nested-test: TESTLOG=$(TESTLOG) is under /tmp, which is the nested host's own tmpfs: its logs would not come back (use a directory under $(CACHE) or the checkout)"; exit 2;; esac
 	@mkdir -p $(TESTLOG) $(TESTBIN) && rm -f $(TESTLOG)/nested*.json $(TESTLOG)/nested*.rc

@@ -183,7 +183,7 @@ func TestSnapshotOnSignal(t *testing.T) {
 	bin := govmmBin(t)
 	storm := filepath.Join(guestDir(t), "storm.elf")
 	dir := filepath.Join(t.TempDir(), "snap")
-	cmd := exec.Command(bin, "run", "--quiet", "--cpus", "2", "--pv-ipi=false", "--snapshot-dir", dir, storm, "mode=x2apic-phys", "count=20000")
+	cmd := exec.Command(bin, "run", "--quiet", "--cpus", "2", "--pv-ipi=false", "--snapshot-dir", dir, storm, "mode=x2apic-phys", "count=8000")
 	lw := &vmm.ConsoleLog{} // safe for the copier and the test at once
 	cmd.Stdout, cmd.Stderr = lw, lw
 	if err := cmd.Start(); err != nil {
