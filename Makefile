@@ -437,7 +437,7 @@ seeds-vtx: build kernel initramfs nested-deps
 	  $(VTX_DIR)/govmm bench-seeds pv-ipi --out /tmp/seeds $(or $(SEEDS_FLAGS),--loops 500)
 
 VTX_DIR   := $(CACHE)/nested/vtx
-VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase|TestLAPICDifferential|TestKVMLAPICRefuses|TestPauseMidStorm|TestHandoverMidStorm)$$
+VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBringUp|TestAPICBase|TestLAPICDifferential|TestKVMLAPICRefuses|TestPauseMidStorm|TestHandoverMidStorm|TestLinuxHandover)$$
 # Left out of CI's subset: on the VT-x host an NMI is now and then never
 # delivered though KVM_NMI took it (ipi.elf's section 5 in
 # TestIPIExitCounts, the first round of nmi.elf in TestMultipleNMI):
