@@ -55,10 +55,11 @@ func TestSnapshotMidStorm(t *testing.T) {
 	}
 }
 
-// TestRestoreRefuses: a snapshot of another format version, and one whose
-// memory file is damaged, are refused with one line naming what is wrong,
-// before any VM is built; so is a snapshot of a VM whose state govmm does
-// not save yet.
+// TestRestoreRefuses: a snapshot of another format version, one whose
+// memory file is damaged, and one whose disk image changed size are
+// refused with one line naming what is wrong, before any VM is built and
+// with nothing written to the disk image; so is a handover govmm cannot
+// make.
 func TestRestoreRefuses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "snap")
 	w, err := snapshot.Create(dir)
@@ -88,6 +89,31 @@ func TestRestoreRefuses(t *testing.T) {
 	f.Close()
 	if _, err := vmm.Restore(dir, vmm.RestoreOptions{KVMPath: "/nonexistent/kvm"}); err == nil || !strings.Contains(err.Error(), "memory-0 is damaged") {
 		t.Errorf("restore of a damaged memory file: %v", err)
+	}
+	// With a disk: a damaged file, or an image of another size, is refused
+	// before anything is built, and the image is not written.
+	img := filepath.Join(t.TempDir(), "disk.img")
+	orig := []byte(strings.Repeat("guest data ", 1000))
+	os.WriteFile(img, orig, 0o644)
+	dir = filepath.Join(t.TempDir(), "disk")
+	if w, err = snapshot.Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	w.WriteMemory("memory-0", make([]byte, 1<<20))
+	if err := w.Finish(map[string]any{"CPUs": 1, "Disk": map[string]any{"Path": img}, "DiskSize": len(orig) + 512}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vmm.Restore(dir, vmm.RestoreOptions{KVMPath: "/nonexistent/kvm"}); err == nil || !strings.Contains(err.Error(), "disk image") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("restore with a disk image of another size: %v", err)
+	}
+	f, _ = os.OpenFile(filepath.Join(dir, "memory-0"), os.O_WRONLY, 0)
+	f.WriteAt([]byte{1}, 8192)
+	f.Close()
+	if _, err := vmm.Restore(dir, vmm.RestoreOptions{KVMPath: "/nonexistent/kvm"}); err == nil || !strings.Contains(err.Error(), "memory-0 is damaged") {
+		t.Errorf("restore of a damaged snapshot with a disk: %v", err)
+	}
+	if b, _ := os.ReadFile(img); string(b) != string(orig) {
+		t.Errorf("a refused restore wrote to the guest's disk image")
 	}
 	// A guest on govmm's PV send-IPI cannot go on on KVM's LAPIC.
 	dir = filepath.Join(t.TempDir(), "pvipi")

@@ -243,6 +243,9 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 	if err := json.Unmarshal(r.Manifest.Config, &sc); err != nil {
 		return nil, fmt.Errorf("snapshot %s: its configuration: %v", dir, err)
 	}
+	if err := checkSnapDisk(sc); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
+	}
 	lapic := sc.LAPIC
 	if o.LAPIC != nil && *o.LAPIC != sc.LAPIC {
 		// The guest's PV send-IPI is its LAPIC's: govmm's MSR, or KVM's
@@ -264,9 +267,6 @@ func Restore(dir string, o RestoreOptions) (*VM, error) {
 		VirtioConsole: sc.VirtioConsole, Disk: sc.Disk,
 		Console: o.Console, ConsoleInput: o.ConsoleInput, KVMPath: o.KVMPath, restore: rs}
 
-	if err := checkSnapDisk(sc); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
 	return New(cfg)
 }
 
