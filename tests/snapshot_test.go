@@ -201,7 +201,7 @@ func waitConsole(t *testing.T, con *vmm.ConsoleLog, want string, done <-chan vmm
 }
 
 // TestSnapshotOnSignal: 'govmm run --snapshot-dir DIR' alone arms a
-// snapshot on request; SIGUSR1, sent once the storm runs, takes it (the
+// snapshot on request; SIGPWR, sent once the storm runs, takes it (the
 // guest goes on to its end), and 'govmm restore DIR' continues the storm
 // from it to the same verdict.
 func TestSnapshotOnSignal(t *testing.T) {
@@ -224,10 +224,10 @@ func TestSnapshotOnSignal(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cmd.Process.Signal(syscall.SIGUSR1)
+	cmd.Process.Signal(syscall.SIGPWR)
 	err := cmd.Wait()
-	if code := exitCode(err); code != 1 || !strings.Contains(lw.String(), "govmm: snapshot on SIGUSR1 into "+dir) || !strings.Contains(lw.String(), "PASS storm") {
-		t.Fatalf("run with SIGUSR1: status %d\n%s", code, lw.String())
+	if code := exitCode(err); code != 1 || !strings.Contains(lw.String(), "govmm: snapshot on SIGPWR into "+dir) || !strings.Contains(lw.String(), "PASS storm") {
+		t.Fatalf("run with SIGPWR: status %d\n%s", code, lw.String())
 	}
 	b, err := exec.Command(bin, "restore", "--quiet", dir).CombinedOutput()
 	if code := exitCode(err); code != 1 || !strings.Contains(string(b), "PASS storm") {

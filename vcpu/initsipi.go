@@ -108,6 +108,12 @@ func (v *VCPU) waitSIPI() error {
 	// it (INIT then SIPI is the only order software uses): keep it.
 	v.events.NMIs = 0
 	for {
+		// A park request made before the state above was stored found no
+		// sleeper to wake: it is served here, before the sleep. Events
+		// latched while parked are taken right after.
+		if err := v.maybePark(LoopWaitSIPI, false); err != nil {
+			return err
+		}
 		v.takeEvents()
 		if v.events.INIT {
 			v.events.INIT = false
@@ -128,9 +134,6 @@ func (v *VCPU) waitSIPI() error {
 		v.maybeDump(nil)
 		if v.stopped() {
 			return errStop
-		}
-		if err := v.maybePark(LoopWaitSIPI, false); err != nil {
-			return err
 		}
 	}
 }

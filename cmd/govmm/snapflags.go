@@ -17,7 +17,7 @@ import (
 
 // snapFlags are run's and boot's --snapshot-at and --snapshot-dir: save
 // the running VM once, into a directory that 'govmm restore' runs again,
-// at a moment the user picks: after --snapshot-at, on SIGUSR1, or on the
+// at a moment the user picks: after --snapshot-at, on SIGPWR, or on the
 // dashboard's POST /api/v1/control/snapshot, whichever comes first.
 type snapFlags struct {
 	at  *time.Duration
@@ -28,7 +28,7 @@ func addSnapFlags(fs *flag.FlagSet) snapFlags {
 	return snapFlags{
 		at: fs.Duration("snapshot-at", 0, "with --snapshot-dir: snapshot the running VM this long after it starts (the guest pauses for the save, "+
 			"then goes on); 'govmm restore DIR' continues from it"),
-		dir: fs.String("snapshot-dir", "", "the new (or empty) directory to save one snapshot into: at --snapshot-at, on SIGUSR1, or on the dashboard's "+
+		dir: fs.String("snapshot-dir", "", "the new (or empty) directory to save one snapshot into: at --snapshot-at, on SIGPWR, or on the dashboard's "+
 			"POST /api/v1/control/snapshot, whichever comes first"),
 	}
 }
@@ -49,7 +49,7 @@ func (f snapFlags) check() error {
 }
 
 // snapTaker takes the one snapshot --snapshot-dir armed, on the first of
-// its requests (the timer, SIGUSR1, the control endpoint); later ones are
+// its requests (the timer, SIGPWR, the control endpoint); later ones are
 // refused, saying where it went.
 type snapTaker struct {
 	vm  *vmm.VM
@@ -87,7 +87,7 @@ func (s *snapTaker) close() {
 }
 
 // arm prepares the snapshot's files (before the sandbox, which allows no
-// open(2) later) and its requests: the timer, SIGUSR1. The returned take
+// open(2) later) and its requests: the timer, SIGPWR. The returned take
 // (nil without --snapshot-dir) is the dashboard's; stop cancels a snapshot
 // not taken yet.
 func (f snapFlags) arm(vm *vmm.VM, stderr io.Writer) (take func() (vmm.SnapshotInfo, error), stop func(), err error) {
@@ -117,12 +117,12 @@ func (f snapFlags) arm(vm *vmm.VM, stderr io.Writer) (take func() (vmm.SnapshotI
 	}
 	sigs := make(chan os.Signal, 1)
 	done := make(chan struct{})
-	signal.Notify(sigs, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGPWR)
 	go func() {
 		for {
 			select {
 			case <-sigs:
-				report("on SIGUSR1")
+				report("on SIGPWR")
 			case <-done:
 				return
 			}
