@@ -33,11 +33,11 @@ import (
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/pci"
 	"github.com/govmm/govmm/snapshot"
-	"github.com/govmm/govmm/virtio"
-	"github.com/govmm/govmm/virtio/console"
 	"github.com/govmm/govmm/vcpu"
 	"github.com/govmm/govmm/vintremap"
 	"github.com/govmm/govmm/vioapic"
+	"github.com/govmm/govmm/virtio"
+	"github.com/govmm/govmm/virtio/console"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -86,10 +86,6 @@ type pciSaved struct {
 	Transport virtio.TransportSaved
 }
 
-// snapshotRefusal says why this VM cannot be snapshotted, or nil: every
-// configuration can be now.
-func (c *Config) snapshotRefusal() error { return nil }
-
 // SnapshotInfo describes a snapshot just written.
 type SnapshotInfo struct {
 	Dir   string
@@ -124,15 +120,9 @@ func (vm *VM) SnapshotFiles() []string {
 	return names
 }
 
-// CheckSnapshot says why this VM cannot be snapshotted yet, or nil.
-func (vm *VM) CheckSnapshot() error { return vm.cfg.snapshotRefusal() }
-
 // Snapshot saves the running VM into dir (new, or empty) inside a pause,
 // then lets the guest go on. version names the govmm that writes it.
 func (vm *VM) Snapshot(dir, version string) (SnapshotInfo, error) {
-	if err := vm.cfg.snapshotRefusal(); err != nil {
-		return SnapshotInfo{}, err
-	}
 	w, err := snapshot.Create(dir)
 	if err != nil {
 		return SnapshotInfo{}, err
@@ -144,9 +134,6 @@ func (vm *VM) Snapshot(dir, version string) (SnapshotInfo, error) {
 // in a sandboxed govmm).
 func (vm *VM) SnapshotInto(w *snapshot.Writer, dir, version string) (SnapshotInfo, error) {
 	defer w.Close()
-	if err := vm.cfg.snapshotRefusal(); err != nil {
-		return SnapshotInfo{}, err
-	}
 	start := time.Now()
 	p, err := vm.Pause(30 * time.Second)
 	if err != nil {

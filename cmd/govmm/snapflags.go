@@ -94,9 +94,6 @@ func (f snapFlags) arm(vm *vmm.VM, stderr io.Writer) (take func() (vmm.SnapshotI
 	if *f.dir == "" {
 		return nil, func() {}, nil
 	}
-	if err := vm.CheckSnapshot(); err != nil {
-		return nil, nil, err
-	}
 	w, err := snapshot.Prepare(*f.dir, vm.SnapshotFiles())
 	if err != nil {
 		return nil, nil, err
