@@ -25,11 +25,13 @@ const KVMPageSize = 1024
 // other.
 const kvmBusCycleNS = 1
 
-// The page's registers govmm moves (offsets in the xAPIC page).
+// The page's registers govmm reads and moves (offsets in the xAPIC page;
+// StateFromPage's too).
 const (
 	pageID     = 0x20
 	pageVer    = 0x30
 	pageTPR    = 0x80
+	pagePPR    = 0xA0
 	pageLDR    = 0xD0
 	pageDFR    = 0xE0
 	pageSVR    = 0xF0

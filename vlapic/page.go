@@ -21,19 +21,21 @@ func StateFromPage(page []byte, base uint64) State {
 	}
 	vecs := func(off int) (b [8]uint32) {
 		for i := range b {
-			b[i] = reg(off + 0x10*i)
+			b[i] = reg(off + pageVecGap*i)
 		}
 		return b
 	}
-	s := State{Base: base, Mode: modeOf(base), TPR: reg(0x80), PPR: reg(0xA0), LDR: reg(0xD0), DFR: reg(0xE0), SVR: reg(0xF0),
-		ISR: vecs(0x100), TMR: vecs(0x180), IRR: vecs(0x200), ESR: reg(0x280),
-		ICR: uint64(reg(0x310))<<32 | uint64(reg(0x300)),
-		LVT: LVTs{CMCI: reg(0x2F0), Timer: reg(0x320), Thermal: reg(0x330), Perf: reg(0x340), LINT0: reg(0x350), LINT1: reg(0x360), Error: reg(0x370)}}
-	s.ID = reg(0x20)
+	lvt := func(i int) uint32 { return reg(pageLVT0 + pageVecGap*i) }
+	s := State{Base: base, Mode: modeOf(base), TPR: reg(pageTPR), PPR: reg(pagePPR), LDR: reg(pageLDR), DFR: reg(pageDFR), SVR: reg(pageSVR),
+		ISR: vecs(pageISR), TMR: vecs(pageTMR), IRR: vecs(pageIRR), ESR: reg(pageESR),
+		ICR: uint64(reg(pageICRHi))<<32 | uint64(reg(pageICRLo)),
+		LVT: LVTs{CMCI: reg(pageCMCI), Timer: lvt(lvtTimer), Thermal: lvt(lvtThermal), Perf: lvt(lvtPerf),
+			LINT0: lvt(lvtLINT0), LINT1: lvt(lvtLINT1), Error: lvt(lvtError)}}
+	s.ID = reg(pageID)
 	if s.Mode != ModeX2APIC {
 		s.ID >>= 24
 	}
-	s.Timer = TimerState{Initial: reg(0x380), Current: reg(0x390), DCR: reg(0x3E0)}
+	s.Timer = TimerState{Initial: reg(pageTMICT), Current: reg(pageTMCCT), DCR: reg(pageTMDCR)}
 	return s
 }
 
