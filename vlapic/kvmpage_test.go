@@ -94,3 +94,19 @@ func TestKVMPageTimer(t *testing.T) {
 		t.Errorf("a short page: no error")
 	}
 }
+
+// TestStateFromKVMPage: the dumps' decoder reads what KVMPage wrote, each
+// register from its own offset.
+func TestStateFromKVMPage(t *testing.T) {
+	s := Saved{Base: 0xFEE00000 | BaseEN, Mode: ModeXAPIC, XID: 5, LDR: 0x1000000, DFR: 0xFFFFFFFF, SVR: 0x1FF, TPR: 0x20,
+		ESR: 0x40, ICR: 0x300000000004041, LVT: [nLVT]uint32{0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37},
+		Timer: SavedTimer{Initial: 1000, DCR: 0xB, Armed: true, RemainingNS: 400}}
+	s.IRR[1], s.ISR[2], s.TMR[3] = 1, 2, 4
+	got := StateFromPage(s.KVMPage(0), s.Base)
+	want := LVTs{Timer: 0x31, Thermal: 0x32, Perf: 0x33, LINT0: 0x34, LINT1: 0x35, Error: 0x36, CMCI: 0x37}
+	if got.ID != 5 || got.LDR != s.LDR || got.DFR != s.DFR || got.SVR != s.SVR || got.TPR != s.TPR || got.ESR != s.ESR ||
+		got.ICR != s.ICR || got.LVT != want || got.IRR != s.IRR || got.ISR != s.ISR || got.TMR != s.TMR ||
+		got.Timer.Initial != 1000 || got.Timer.Current != 400 || got.Timer.DCR != 0xB {
+		t.Errorf("StateFromPage(KVMPage) = %+v, from %+v", got, s)
+	}
+}
