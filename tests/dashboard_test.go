@@ -164,14 +164,17 @@ func testDashboardAPI(t *testing.T, lv *liveVM) {
 	deadline := time.Now().Add(slower(time.Minute))
 	for {
 		st := getState(t, lv.url)
-		if prev.Total.Exits > 0 && st.Total.Exits > prev.Total.Exits && st.Total.ExitsPerSec > 0 {
+		// A receiver's exits are charged to an IPI when it takes it (its
+		// HLT woken, its kick) and EOIs it: polled right after the first
+		// sends, the state may show deliveries with none taken yet.
+		if prev.Total.Exits > 0 && st.Total.Exits > prev.Total.Exits && st.Total.ExitsPerSec > 0 && receiverExitsCaused(st) > 0 {
 			t.Logf("exits %d -> %d, %.0f/s", prev.Total.Exits, st.Total.Exits, st.Total.ExitsPerSec)
 			checkLiveState(t, st)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("exits did not grow between polls within %v: %d then %d (%.0f/s)\nconsole:\n%s", slower(time.Minute),
-				prev.Total.Exits, st.Total.Exits, st.Total.ExitsPerSec, lv.con.String())
+			t.Fatalf("exits did not grow between polls, or no receiver exit was charged to an IPI, within %v: %d then %d (%.0f/s), %+v\nconsole:\n%s",
+				slower(time.Minute), prev.Total.Exits, st.Total.Exits, st.Total.ExitsPerSec, st.ExitsPerIPI, lv.con.String())
 		}
 		prev = st
 		time.Sleep(700 * time.Millisecond)
@@ -188,6 +191,15 @@ func testDashboardAPI(t *testing.T, lv *liveVM) {
 	if err := json.Unmarshal(get(t, lv.url+"/api/v1/history"), &h); err != nil || len(h.Samples) == 0 {
 		t.Errorf("/api/v1/history: %v, %d samples", err, len(h.Samples))
 	}
+}
+
+// receiverExitsCaused is every receiver exit the state charges to an IPI.
+func receiverExitsCaused(st dashboard.State) uint64 {
+	var n uint64
+	for _, k := range st.ExitsPerIPI {
+		n += k.ReceiverExitsCaused
+	}
+	return n
 }
 
 func checkLiveState(t *testing.T, st dashboard.State) {
@@ -234,7 +246,6 @@ func checkLiveState(t *testing.T, st dashboard.State) {
 		acc.SumNs/acc.Count > inj.SumNs/inj.Count || inj.SumNs/inj.Count > end.SumNs/end.Count {
 		t.Errorf("x2apic_logical latency: accepted %+v, injected %+v, ended %+v", acc, inj, end)
 	}
-	var caused uint64
 	for _, k := range st.ExitsPerIPI {
 		if k.Sent > 0 && k.ExitsPerIPI <= 0 {
 			t.Errorf("exits per IPI %+v", k)
@@ -244,10 +255,6 @@ func checkLiveState(t *testing.T, st dashboard.State) {
 		if k.CausedExitsPerDelivery > 3 {
 			t.Errorf("%s: %.2f receiver exits caused per delivery: %+v", k.Kind, k.CausedExitsPerDelivery, k)
 		}
-		caused += k.ReceiverExitsCaused
-	}
-	if caused == 0 {
-		t.Errorf("no receiver exit charged to any IPI: %+v", st.ExitsPerIPI)
 	}
 }
 
