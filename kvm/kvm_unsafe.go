@@ -275,27 +275,10 @@ func (c *VCPU) Close() error {
 // RunData is the shared kvm_run page.
 func (c *VCPU) RunData() *Run { return c.run }
 
-// Run enters the guest once (KVM_RUN). EINTR is returned as is. Go's
-// scheduler is told the thread is in a system call (entersyscall), so a
-// KVM_RUN that sleeps in the kernel (a halt in KVM's own LAPIC) gives up
-// its P to sysmon as any blocking call does.
+// Run enters the guest once (KVM_RUN). EINTR is returned as is.
 func (c *VCPU) Run() error {
 	_, err := ioctl(c.fd, kvmRun, 0)
 	return err
-}
-
-// RunRaw is Run without telling Go's scheduler (RawSyscall): the goroutine
-// keeps its P and counts as running, which saves entersyscall and
-// exitsyscall at every exit. It is only for a loop whose KVM_RUN never
-// sleeps in the kernel (HLT exits to user space: no in-kernel LAPIC) and
-// which lets Go's preemption signal end KVM_RUN (no signal mask blocking
-// SIGURG): a stop-the-world or a stack scan then ends KVM_RUN with EINTR
-// and the goroutine stops at its next function call. Blocked, the world
-// would wait for the guest's next exit, which a guest looping with
-// interrupts off never makes.
-func (c *VCPU) RunRaw() error {
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmRun, 0)
-	return errnoErr(e)
 }
 
 // signalMaskHead is struct kvm_signal_mask with its flexible sigset right

@@ -13,11 +13,10 @@ import (
 // TestHostSignalsCostNoExit runs ipi.elf, whose sections check that govmm
 // attributes to the sending BSP exactly the APIC accesses it made, while
 // every thread of this process is sent SIGURG (Go's own preemption signal,
-// harmless to the runtime) every 100 µs. A signal that reaches a vCPU
-// thread inside KVM_RUN ends it with EINTR (the loop lets Go's preemption
-// signal through: kvm.VCPU.RunRaw): no exit of the guest's, so it must be
-// counted apart (host_signals), never as an exit, or the guest's check
-// fails; and none may be taken for a kick.
+// harmless to the runtime) every 100 µs. A signal that reached a vCPU
+// thread inside KVM_RUN would end it with EINTR: an exit the guest did not
+// make, which the guest's check reports. govmm blocks every signal but its
+// kick while in the guest (KVM_SET_SIGNAL_MASK), so the counts stay exact.
 func TestHostSignalsCostNoExit(t *testing.T) {
 	needKVM(t)
 	stop := make(chan struct{})
@@ -50,13 +49,9 @@ func TestHostSignalsCostNoExit(t *testing.T) {
 	if sent < 100 {
 		t.Fatalf("only %d signals sent during the run: the test proves nothing", sent)
 	}
-	var spurious, host uint64
+	var spurious uint64
 	for _, c := range g.Report.CPUs {
 		spurious += c.ByCause["kick_spurious"]
-		host += c.HostSignals
 	}
-	t.Logf("%d SIGURGs sent to the process's threads; %d KVM_RUNs ended by one; %d spurious kick exits", sent, host, spurious)
-	if host == 0 {
-		t.Fatalf("no signal ended a KVM_RUN: the test proves nothing")
-	}
+	t.Logf("%d SIGURGs sent to the process's threads; %d spurious kick exits", sent, spurious)
 }

@@ -32,9 +32,6 @@ type Counters interface {
 	// could not be sent.
 	KickSent()
 	KickFailed()
-	// HostSignal counts a KVM_RUN that a host signal other than the kick
-	// ended (Go's preemption, a process signal): no exit of the guest's.
-	HostSignal()
 	// NMIInjected counts an NMI KVM took (KVM_NMI).
 	NMIInjected()
 	// SMI counts an SMI the LAPIC accepted: taken by KVM (KVM_SMI), or
@@ -53,5 +50,4 @@ func (NopCounters) HaltPollHit()         {}
 func (NopCounters) KickSent()            {}
 func (NopCounters) KickFailed()          {}
 func (NopCounters) NMIInjected()         {}
-func (NopCounters) HostSignal()          {}
 func (NopCounters) SMI(bool)             {}

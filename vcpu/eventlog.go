@@ -36,14 +36,13 @@ type event struct {
 type eventKind uint8
 
 const (
-	evExit       eventKind = iota // a KVM exit; arg: the exit reason
-	evKick                        // KVM_RUN ended by a signal (EINTR): a kick
-	evInject                      // KVM_INTERRUPT; arg: the vector
-	evNMI                         // an NMI injected
-	evSMI                         // an SMI injected; arg 0: dropped (no SMM)
-	evINIT                        // INIT acted on; arg: further exits its completion served
-	evSIPI                        // started by SIPI; arg: the vector
-	evHostSignal                  // KVM_RUN ended by a host signal, no kick (EINTR)
+	evExit   eventKind = iota // a KVM exit; arg: the exit reason
+	evKick                    // KVM_RUN ended by a signal (EINTR): a kick
+	evInject                  // KVM_INTERRUPT; arg: the vector
+	evNMI                     // an NMI injected
+	evSMI                     // an SMI injected; arg 0: dropped (no SMM)
+	evINIT                    // INIT acted on; arg: further exits its completion served
+	evSIPI                    // started by SIPI; arg: the vector
 )
 
 func (l *eventLog) add(kind eventKind, arg uint32, rip uint64) {
@@ -132,8 +131,6 @@ func (l *eventLog) String() string {
 			fmt.Fprintf(&b, "INIT(+%d)", e.arg)
 		case evSIPI:
 			fmt.Fprintf(&b, "SIPI %#x", e.arg)
-		case evHostSignal:
-			b.WriteString("host signal")
 		}
 		fmt.Fprintf(&b, "@%#x", e.rip)
 	}

@@ -27,8 +27,6 @@ type repeatCPU struct {
 	s    step
 }
 
-func (r *repeatCPU) RunRaw() error { return r.Run() }
-
 func (r *repeatCPU) Run() error {
 	if r.left == 0 {
 		return errScriptEnd

@@ -43,9 +43,6 @@ type step struct {
 	// waitKick: stay in the guest until immediate_exit is set, then return
 	// EINTR (the kick signal ended KVM_RUN).
 	waitKick bool
-	// signal: a host signal that is no kick (Go's preemption SIGURG) ends
-	// KVM_RUN with EINTR, the guest having made no exit.
-	signal bool
 	// hold: a vector queued with KVM_INTERRUPT is not taken in this step.
 	hold bool
 	// The exit's payload.
@@ -99,7 +96,6 @@ type fakeCPU struct {
 	sregsGets int // KVM_GET_SREGS calls
 	msrs      map[uint32]uint64
 	sigmask   uint64
-	rawRuns   int // KVM_RUNs entered through RunRaw
 
 	// onRun, when set, is called at every KVM_RUN (before it returns).
 	onRun func()
@@ -118,11 +114,6 @@ func newFake(script ...step) *fakeCPU {
 var _ Hardware = (*fakeCPU)(nil)
 
 func (f *fakeCPU) RunData() *kvm.Run { return &f.run }
-
-func (f *fakeCPU) RunRaw() error {
-	f.rawRuns++
-	return f.Run()
-}
 
 func (f *fakeCPU) Run() error {
 	if f.onRun != nil {
@@ -186,9 +177,6 @@ func (f *fakeCPU) Run() error {
 		case <-time.After(10 * time.Second):
 			return errors.New("fake: no kick in 10s")
 		}
-		return unix.EINTR
-	}
-	if s.signal {
 		return unix.EINTR
 	}
 	f.run.ExitReason = s.reason
@@ -394,8 +382,6 @@ type rig struct {
 	noSMM      bool // the VM has no SMM (Config.SMM false)
 	// yieldEvery is every vCPU's Config.YieldEvery (set before start).
 	yieldEvery uint64
-	// rawRun is every vCPU's Config.RawRun (set before start).
-	rawRun bool
 	// mem is every vCPU's guest memory (set before start; nil: none).
 	mem *memory.Memory
 }
@@ -456,7 +442,7 @@ func (r *rig) build() {
 			counts = nil
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, RawRun: r.rawRun, Mem: r.mem, SMM: !r.noSMM})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, Mem: r.mem, SMM: !r.noSMM})
 	}
 }
 

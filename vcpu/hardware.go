@@ -20,11 +20,7 @@ type Hardware interface {
 	exitbus.KVM
 
 	// Run enters the guest once (KVM_RUN); EINTR is returned as is.
-	// RunRaw does the same without Go's entersyscall (kvm.VCPU.RunRaw):
-	// the user-space LAPIC's loop, whose KVM_RUN never sleeps, uses it;
-	// the in-kernel LAPIC's loop, whose KVM_RUN halts, uses Run.
 	Run() error
-	RunRaw() error
 	SetImmediateExit(on bool)
 	SetSignalMask(blocked uint64) error
 	SetRequestInterruptWindow(on bool)

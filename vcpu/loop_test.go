@@ -207,34 +207,6 @@ func TestKick(t *testing.T) {
 	}
 }
 
-// A host signal that is no kick (Go's preemption SIGURG, which may end
-// KVM_RUN: RunRaw) is no exit of the guest's: counted apart, not as a
-// kick, and the loop enters again with nothing lost. A vector a kick
-// brings afterwards still costs exactly one kick exit.
-func TestHostSignalIsNoExit(t *testing.T) {
-	r := newRig(t, 1)
-	r.rawRun = true
-	inGuest := step{waitKick: true, ready: true, ifFlag: true}
-	signal := step{signal: true, ready: true, ifFlag: true}
-	f := newFake(signal, signal, inGuest, outb(0x80, 0))
-	r.fakes[0] = f
-	wait := r.start()
-	<-f.inGuest
-	r.deliver(0, 0x45)
-	wait()
-	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, 0x45), e(false, -1))
-	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Kick: 1, exitcause.PIOOther: 1})
-	r.counters(0, 1, 0, 1)
-	if n := r.acct.CPUs[0].HostSignals.Load(); n != 2 {
-		t.Errorf("%d KVM_RUNs ended by a host signal, want 2", n)
-	}
-	// RawRun: every KVM_RUN without entersyscall, and no signal mask
-	// (Go's preemption signal must be able to end it).
-	if f.rawRuns != len(f.entries) || f.sigmask != 0 {
-		t.Errorf("%d of %d KVM_RUNs raw, signal mask %#x; want all, none", f.rawRuns, len(f.entries), f.sigmask)
-	}
-}
-
 // A kick that lands between the loop's last look and KVM_RUN makes
 // KVM_RUN return at once (immediate_exit); a storm of notifications costs
 // one kick.

@@ -42,6 +42,16 @@ func (v *VCPU) Run() error {
 		}
 	}()
 
+	// Only the kick may interrupt KVM_RUN. Any other signal reaching this
+	// thread in the guest (Go's preemption SIGURG, which sysmon sends to a
+	// goroutine that has run 10 ms without rescheduling, as a vCPU loop
+	// does; SIGCHLD, SIGINT and other process signals the kernel may route
+	// here) would end KVM_RUN with EINTR: an exit the guest did not cause,
+	// on the accounting of a guest that counts its own. Blocked inside
+	// KVM_RUN only, such a signal is taken as soon as KVM_RUN returns.
+	if err := v.kvm.SetSignalMask(^uint64(0) &^ (1 << (kickSignal - 1))); err != nil {
+		return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
+	}
 	run := v.kvm.RunData()
 	// KVM stores the general registers in kvm_run at every exit; the
 	// segment and control registers only when a handler asks (sregs): on
@@ -56,20 +66,6 @@ func (v *VCPU) Run() error {
 	} else if v.boot != nil {
 		if err := v.boot.apply(v.kvm); err != nil {
 			return &Error{v.id, err}
-		}
-	}
-	// Without RawRun (and always with KVM's LAPIC, which halts inside
-	// KVM_RUN) only the kick may interrupt KVM_RUN: any other signal
-	// reaching the thread in the guest (Go's preemption SIGURG, which
-	// sysmon sends a goroutine that has run 10 ms without rescheduling;
-	// process signals the kernel may route here) would end it with EINTR
-	// for nothing. Blocked inside KVM_RUN only, such a signal is taken as
-	// soon as KVM_RUN returns. With RawRun, Go's preemption signal must
-	// get through (kvm.VCPU.RunRaw), and no mask also spares KVM two
-	// signal-mask swaps per KVM_RUN.
-	if !v.rawRun || v.inKernel != nil {
-		if err := v.kvm.SetSignalMask(^uint64(0) &^ (1 << (kickSignal - 1))); err != nil {
-			return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
 		}
 	}
 	if v.inKernel != nil {
@@ -99,22 +95,12 @@ func (v *VCPU) Run() error {
 			}
 			return &Error{v.id, err}
 		}
-		err := v.run()
+		err := v.kvm.Run()
 		v.state.Store(uint32(StateVMM))
-		kicked := v.kickPending.Load()
 		v.afterRun(err)
 		v.syncCR8(run)
 		v.maybeDump(run)
 		if err != nil {
-			if endedWithoutExit(err) && !kicked && v.parkReq.Load() == nil {
-				// No kick was sent and no park asked for: a host
-				// signal (Go's preemption SIGURG, a process signal)
-				// ended KVM_RUN. No exit of the guest's: counted
-				// apart, never as one.
-				v.log.add(evHostSignal, 0, run.Sync.Regs.RIP)
-				v.counts.HostSignal()
-				continue
-			}
 			if endedWithoutExit(err) {
 				v.log.add(evKick, 0, run.Sync.Regs.RIP)
 				v.kicked = true // counted by the next entry's look (countKick)
@@ -129,16 +115,6 @@ func (v *VCPU) Run() error {
 			return &Error{v.id, err}
 		}
 	}
-}
-
-// run is one KVM_RUN: with RawRun, without entersyscall (every HLT exits
-// to this loop, so KVM_RUN never sleeps, and Go's preemption signal may
-// end it: kvm.VCPU.RunRaw).
-func (v *VCPU) run() error {
-	if v.rawRun {
-		return v.kvm.RunRaw()
-	}
-	return v.kvm.Run()
 }
 
 // endedWithoutExit says whether KVM_RUN's error is no exit of the guest's:

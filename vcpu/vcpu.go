@@ -82,12 +82,6 @@ type Config struct {
 	// blocking before it yields to Go's scheduler (yield.go); 0 never
 	// yields.
 	YieldEvery uint64
-	// RawRun enters the guest without Go's entersyscall and with no
-	// signal mask (kvm.VCPU.RunRaw): cheaper per exit, but a stop-the-world
-	// then waits for each vCPU thread to run and take Go's preemption
-	// signal, so a VM with many more vCPU threads than host CPUs leaves it
-	// off (vmm.rawRunFor). Unused with the LAPIC in KVM.
-	RawRun bool
 	// Pin pins the vCPU's thread to host CPU HostCPU (--cpu-affinity):
 	// the thread never moves, so KVM never reloads the vCPU's state on
 	// another CPU (kvm_arch_vcpu_load); unset, the kernel places it.
@@ -124,11 +118,9 @@ type VCPU struct {
 	hostCPU   int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
 	yieldEvery, lastYield uint64
-	// rawRun is Config.RawRun.
-	rawRun bool
-	done   <-chan struct{}
-	boot   *EntryState
-	sig    uint32 // Config.Signature, or 0x600
+	done                  <-chan struct{}
+	boot                  *EntryState
+	sig                   uint32 // Config.Signature, or 0x600
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
@@ -207,7 +199,7 @@ func New(id int, c Config) *VCPU {
 	if v.counts == nil {
 		v.counts = NopCounters{}
 	}
-	v.sig, v.yieldEvery, v.rawRun, v.hostCPU = c.Signature, c.YieldEvery, c.RawRun, -1
+	v.sig, v.yieldEvery, v.hostCPU = c.Signature, c.YieldEvery, -1
 	if c.Pin {
 		v.hostCPU = c.HostCPU
 	}

@@ -40,14 +40,3 @@ func raiseProcs(cpus int) {
 		runtime.GOMAXPROCS(n)
 	}
 }
-
-// rawRunFor says whether a VM of cpus vCPUs enters the guest without Go's
-// entersyscall (vcpu.Config.RawRun): when it has at most two vCPU threads
-// per host CPU. The raw KVM_RUN saves entersyscall, exitsyscall and KVM's
-// two signal-mask swaps at every exit (docs/exit-cost.md), but the
-// goroutine then counts as running inside KVM_RUN, so a stop-the-world
-// (the garbage collector's) must wait for every vCPU thread to be on a
-// CPU and take Go's preemption signal; with many more threads than CPUs
-// that is the scheduler's turn of each (tens of milliseconds at 64 vCPUs
-// on 2 CPUs), where entersyscall lets it take their Ps at once.
-func rawRunFor(cpus, hostCPUs int) bool { return cpus <= 2*hostCPUs }

@@ -22,15 +22,3 @@ func TestProcsFor(t *testing.T) {
 		}
 	}
 }
-
-// TestRawRunFor: the raw KVM_RUN up to two vCPU threads per host CPU.
-func TestRawRunFor(t *testing.T) {
-	for _, c := range []struct {
-		cpus, host int
-		want       bool
-	}{{2, 2, true}, {4, 2, true}, {5, 2, false}, {2, 1, true}, {3, 1, false}, {64, 2, false}, {64, 32, true}} {
-		if got := rawRunFor(c.cpus, c.host); got != c.want {
-			t.Errorf("rawRunFor(%d vCPUs, %d host CPUs) = %v, want %v", c.cpus, c.host, got, c.want)
-		}
-	}
-}

@@ -429,8 +429,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
-			RawRun: rawRunFor(n, runtime.NumCPU()),
-			Pin:    len(vm.cfg.CPUAffinity) > 0, SMM: vm.smm}
+			Pin: len(vm.cfg.CPUAffinity) > 0, SMM: vm.smm}
 		if cfg.Pin {
 			cfg.HostCPU = vm.cfg.CPUAffinity[i%len(vm.cfg.CPUAffinity)]
 		}
