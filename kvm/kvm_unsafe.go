@@ -378,7 +378,12 @@ func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
 // when kvm_run says ready_for_interrupt_injection.
 func (c *VCPU) Interrupt(vector uint8) error {
 	i := Interrupt{IRQ: uint32(vector)}
-	return wrap("KVM_INTERRUPT", ioctlPtr(c.fd, kvmInterrupt, &i))
+	// KVM_INTERRUPT only queues the vector (kvm_vcpu_ioctl_interrupt): it
+	// never sleeps, so it needs no entersyscall, which an IPI's receiver
+	// would pay at every injection (docs/exit-cost.md). The conversion
+	// stays in RawSyscall's argument list (unsafe.Pointer's rule 4).
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmInterrupt, uintptr(unsafe.Pointer(&i)))
+	return wrap("KVM_INTERRUPT", errnoErr(e))
 }
 
 // NMI queues a non-maskable interrupt (KVM_NMI).

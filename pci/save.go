@@ -12,7 +12,7 @@ import (
 
 // FunctionSaved is a function's state in a snapshot.
 type FunctionSaved struct {
-	Config []byte // the configuration space's first 256 bytes
+	Config []byte     // the configuration space's first 256 bytes
 	MSIX   *MSIXSaved `json:",omitempty"`
 	MSI    *MSISaved  `json:",omitempty"`
 }

@@ -183,6 +183,10 @@ func (c *CPU) Offer() {
 	}
 }
 
+// Pending says whether an offer stands: the guest may yet EOI through its
+// word, which only Sync sees.
+func (c *CPU) Pending() bool { return c.pending }
+
 // MSR is MSR_KVM_PV_EOI_EN as the guest last wrote it.
 func (c *CPU) MSR() uint64 { return c.msr }
 

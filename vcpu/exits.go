@@ -24,18 +24,20 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		if err := v.handleIO(); err != nil {
 			return err
 		}
+		v.exitQuiet = true // no port is the LAPIC's (quietEntry)
 	case kvm.ExitMMIO:
-		if err := v.handleMMIO(); err != nil {
+		v.sendExit = false
+		own, err := v.handleMMIO()
+		if err != nil {
 			return err
 		}
-	case kvm.ExitX86RDMSR:
-		if err := v.handleMSR(false); err != nil {
+		v.exitQuiet = !own || v.sendExit
+	case kvm.ExitX86RDMSR, kvm.ExitX86WRMSR:
+		v.sendExit = false
+		if err := v.handleMSR(run.ExitReason == kvm.ExitX86WRMSR); err != nil {
 			return err
 		}
-	case kvm.ExitX86WRMSR:
-		if err := v.handleMSR(true); err != nil {
-			return err
-		}
+		v.exitQuiet = v.sendExit
 	case kvm.ExitHLT:
 		v.counts.Exit(exitcause.HLT)
 		if !v.halt(run.IFFlag != 0) {
@@ -168,8 +170,10 @@ func (v *VCPU) handleIO() error {
 }
 
 // handleMMIO serves MMIO from the bus (the vCPU's own xAPIC page first);
-// unclaimed addresses read as all ones and ignore writes.
-func (v *VCPU) handleMMIO() error {
+// unclaimed addresses read as all ones and ignore writes. own says whether
+// the range is one of this vCPU's own (per-vCPU or movable: its xAPIC
+// page), whose state no Notify announces (quietEntry).
+func (v *VCPU) handleMMIO() (own bool, err error) {
 	m := v.kvm.MMIO()
 	data := m.Data[:min(int(m.Len), len(m.Data))]
 	write := m.IsWrite != 0
@@ -179,13 +183,13 @@ func (v *VCPU) handleMMIO() error {
 		if !write {
 			fill(data)
 		}
-		return nil
+		return false, nil
 	}
 	a := v.access(r, m.PhysAddr, base, write)
 	a.Data = data
-	err := r.Handler.Access(a)
+	err = r.Handler.Access(a)
 	v.charged(r, a)
-	return err
+	return r.PerCPU || r.At != nil, err
 }
 
 // handleMSR serves the MSRs that exit to user space from the bus: the
@@ -223,9 +227,15 @@ func (v *VCPU) handleMSR(write bool) error {
 // charged by charged).
 func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.Access {
 	v.acc.Reset(v.id, addr, base, write, v)
-	if c, ok := r.Cause.Of(v.acc.Off, write); ok {
+	c, ok := r.Cause.Of(v.acc.Off, write)
+	if ok {
 		v.counts.Exit(c)
 	}
+	// An IPI's send (ICR, ICR2, SELF_IPI, the PV send) changes nothing of
+	// the sender's own LAPIC that its Notify does not announce: a
+	// delivery to itself, the LVT error of an illegal vector
+	// (quietEntry).
+	v.sendExit = ok && c.Class().IPISend()
 	return &v.acc
 }
 

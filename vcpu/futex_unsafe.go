@@ -23,7 +23,9 @@ func futexWait(w *atomic.Uint32, val uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitPrivate, uintptr(val), 0, 0, 0)
 }
 
-// futexWake wakes the thread sleeping on w, if one is.
+// futexWake wakes the thread sleeping on w, if one is. FUTEX_WAKE never
+// sleeps, so it needs no entersyscall: the IPI's sender pays it at every
+// wake-up (docs/exit-cost.md).
 func futexWake(w *atomic.Uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakePrivate, 1, 0, 0, 0)
+	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakePrivate, 1, 0, 0, 0)
 }

@@ -48,6 +48,9 @@ func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
 // errStop if the VM ended while the vCPU was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
 	run := v.kvm.RunData()
+	if v.quietEntry(run) {
+		return nil
+	}
 	p, e := v.enter()
 	v.countKick(p)
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
@@ -99,7 +102,34 @@ func (v *VCPU) prepareEntry() error {
 		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
 	}
 	run.CR8 = v.cr8
+	// Nothing requested or latched, no timer, no window, no PV EOI offer
+	// standing, no injection: until something notifies this vCPU or it
+	// touches its own LAPIC, entries can skip the look (quietEntry).
+	v.quiet = injected < 0 && !p.Requested && v.events == (vlapic.Events{}) && !e.TimerArmed && v.windowFor < 0 &&
+		!v.pveoi.Pending() && !v.exceptionQueued
 	return nil
+}
+
+// quietEntry says whether this entry may skip prepareEntry's look at the
+// LAPIC, because it could find nothing new: the last full entry found
+// nothing and left nothing standing (quiet), the exit served since touched
+// only devices (exitQuiet: a port, or MMIO outside the vCPU's own xAPIC
+// page; never an MSR, which may be the vCPU's APIC, TSC deadline or PV EOI
+// MSR), CR8 is as that entry left it, no handler queued sregs for KVM to
+// load, and no one notified the vCPU since. Every change another thread
+// makes to this LAPIC (a delivery, the timer's tick, a post to the AVIC
+// page) is followed by its Notify, which sets notified before it reads
+// state; the loop stored StateGuest (enterGuestState) before it takes
+// notified here: with sequentially consistent atomics either the notifier
+// sees StateGuest and kicks (immediate_exit), or this entry sees
+// notified and looks. So a quiet entry loses nothing: it is the entry a
+// full one would have made. A kick's exit, a HLT, a window and a host
+// signal are no device exits, so the entry after them looks.
+func (v *VCPU) quietEntry(run *kvm.Run) bool {
+	notified := v.notified.Swap(false)
+	q := v.quiet && v.exitQuiet && !notified && run.CR8 == v.cr8 && run.DirtyRegs&kvm.SyncRegsSregs == 0
+	v.exitQuiet = false
+	return q
 }
 
 // takeBackPVEOIOffer takes back the PV EOI offer when p has a vector

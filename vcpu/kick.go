@@ -50,6 +50,7 @@ func installKickHandler() {
 // AVIC's doorbell: KicksSent counts it per target vCPU; a halted vCPU is
 // woken with neither signal nor exit.
 func (v *VCPU) Notify() {
+	v.notified.Store(true) // before the state is read: see quietEntry
 	switch State(v.state.Load()) {
 	case StateGuest:
 		if v.kickPending.CompareAndSwap(false, true) {
@@ -92,8 +93,15 @@ func (v *VCPU) kick(tid int) {
 
 const kickTries = 100
 
-// tgkill is unix.Tgkill, replaced in tests.
-var tgkill = unix.Tgkill
+// tgkill is tgkill(2) without entersyscall (it never sleeps: the kick's
+// sender pays it at every kick), replaced in tests.
+var tgkill = func(pid, tid int, sig unix.Signal) error {
+	_, _, e := unix.RawSyscall(unix.SYS_TGKILL, uintptr(pid), uintptr(tid), uintptr(sig))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
 
 func (v *VCPU) wakeUp() { v.wake.wake() }
 

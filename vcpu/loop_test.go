@@ -286,12 +286,13 @@ type countPVEOI struct {
 	msr                                   uint64
 }
 
-func (p *countPVEOI) Sync()       { p.sync++ }
-func (p *countPVEOI) Complete()   { p.complete++ }
-func (p *countPVEOI) Offer()      { p.offer++ }
-func (p *countPVEOI) Retract()    { p.retract++ }
-func (p *countPVEOI) Reset()      { p.reset++ }
-func (p *countPVEOI) MSR() uint64 { return p.msr }
+func (p *countPVEOI) Sync()         { p.sync++ }
+func (p *countPVEOI) Complete()     { p.complete++ }
+func (p *countPVEOI) Offer()        { p.offer++ }
+func (p *countPVEOI) Retract()      { p.retract++ }
+func (p *countPVEOI) Reset()        { p.reset++ }
+func (p *countPVEOI) Pending() bool { return false }
+func (p *countPVEOI) MSR() uint64   { return p.msr }
 func (p *countPVEOI) Restore(msr uint64) error {
 	p.msr = msr
 	return nil
@@ -600,4 +601,28 @@ func TestInitCompletesLastExit(t *testing.T) {
 	if last := f.entries[len(f.entries)-1]; last.exception != -1 || last.immediate {
 		t.Errorf("start-up entry %+v: want no exception queued", last)
 	}
+}
+
+// An entry after a device exit, with nothing standing in the LAPIC, skips
+// the look (quietEntry); a vector a device handler delivers to this very
+// vCPU during such an exit still goes in at the entry right after it (its
+// Notify marks the vCPU notified), as does one an IPI brings while the
+// guest runs (the kick).
+func TestQuietEntrySeesEveryDelivery(t *testing.T) {
+	r := newRig(t, 1)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "raise", Cause: exitbus.Fixed(exitcause.Other),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			r.deliver(0, 0x50)
+			return nil
+		})})
+	inGuest := step{waitKick: true, ready: true, ifFlag: true}
+	f := newFake(outb(0x80, 0), outb(0x80, 0), outb(0x90, 0), outb(0x80, 0), outb(0x80, 0), inGuest, outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	<-f.inGuest
+	r.deliver(0, 0x61) // above 0x50, which the guest never EOIs here
+	wait()
+	// 0x50 at the entry after port 0x90's exit; 0x61 after the kick.
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, 0x50), e(false, -1), e(false, -1), e(false, 0x61), e(false, -1))
+	wantInjected(t, f, 0x50, 0x61)
 }

@@ -150,6 +150,9 @@ func (v *VCPU) park(loop LoopState, haltIF bool) error {
 	case <-v.done:
 	}
 	v.state.Store(prev)
+	// The LAPIC may have been restored or handed over while the vCPU was
+	// parked, with no Notify: the next entry looks (quietEntry).
+	v.quiet = false
 	if v.stopped() {
 		return errStop
 	}

@@ -22,6 +22,9 @@ type PVEOI interface {
 	Offer()
 	// Retract clears the guest's bit for an injection withdrawn.
 	Retract()
+	// Pending says whether an offer stands: the guest may yet EOI
+	// through its word, which only Sync sees.
+	Pending() bool
 	// Reset is INIT: PV EOI off, nothing pending.
 	Reset()
 	// MSR is MSR_KVM_PV_EOI_EN as the guest last wrote it, for a snapshot
@@ -34,12 +37,13 @@ type PVEOI interface {
 
 type noPVEOI struct{}
 
-func (noPVEOI) Sync()       {}
-func (noPVEOI) Complete()   {}
-func (noPVEOI) Offer()      {}
-func (noPVEOI) Retract()    {}
-func (noPVEOI) Reset()      {}
-func (noPVEOI) MSR() uint64 { return 0 }
+func (noPVEOI) Sync()         {}
+func (noPVEOI) Complete()     {}
+func (noPVEOI) Offer()        {}
+func (noPVEOI) Retract()      {}
+func (noPVEOI) Pending() bool { return false }
+func (noPVEOI) Reset()        {}
+func (noPVEOI) MSR() uint64   { return 0 }
 func (noPVEOI) Restore(msr uint64) error {
 	if msr != 0 {
 		return fmt.Errorf("PV EOI's MSR was %#x, and PV EOI is off in this VM", msr)

@@ -124,11 +124,21 @@ type VCPU struct {
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
-	tid         atomic.Int32
-	pid         int
-	wake        waker
-	dumpTo      atomic.Pointer[io.Writer]
-	syms        func() *ksyms.Table
+	// notified is set by every Notify, from any thread, before it looks
+	// at state; the entry takes it (quietEntry).
+	notified atomic.Bool
+	// quiet: the last full entry found nothing for the LAPIC to act on
+	// and left nothing standing (quietEntry); exitQuiet: the exit just
+	// served touched none of this vCPU's own LAPIC state. Both belong to
+	// the vCPU's thread.
+	quiet, exitQuiet bool
+	// sendExit: the access just served was an IPI's send (access).
+	sendExit bool
+	tid      atomic.Int32
+	pid      int
+	wake     waker
+	dumpTo   atomic.Pointer[io.Writer]
+	syms     func() *ksyms.Table
 
 	// sregsFresh: run.Sync.Sregs holds this exit's segment and control
 	// registers (read by sregs). Cleared by every KVM_RUN.
