@@ -20,24 +20,10 @@ import (
 func (v *VCPU) handleExit(run *kvm.Run) error {
 	v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
 	switch run.ExitReason {
-	case kvm.ExitIO:
-		if err := v.handleIO(); err != nil {
+	case kvm.ExitIO, kvm.ExitMMIO, kvm.ExitX86RDMSR, kvm.ExitX86WRMSR:
+		if err := v.handleBusExit(run.ExitReason); err != nil {
 			return err
 		}
-		v.exitQuiet = true // no port is the LAPIC's (quietEntry)
-	case kvm.ExitMMIO:
-		v.sendExit = false
-		own, err := v.handleMMIO()
-		if err != nil {
-			return err
-		}
-		v.exitQuiet = !own || v.sendExit
-	case kvm.ExitX86RDMSR, kvm.ExitX86WRMSR:
-		v.sendExit = false
-		if err := v.handleMSR(run.ExitReason == kvm.ExitX86WRMSR); err != nil {
-			return err
-		}
-		v.exitQuiet = v.sendExit
 	case kvm.ExitHLT:
 		v.counts.Exit(exitcause.HLT)
 		if !v.halt(run.IFFlag != 0) {
@@ -75,6 +61,33 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 	v.prevExitRIP = run.Sync.Regs.RIP
 	if v.stopped() {
 		return errStop
+	}
+	return nil
+}
+
+// handleBusExit serves an exit the exit bus answers (a port, MMIO, an
+// MSR) and says whether it left this vCPU's own LAPIC as it was
+// (exitQuiet, for quietEntry): any port; MMIO outside the vCPU's own
+// ranges (its xAPIC page); an IPI's send.
+func (v *VCPU) handleBusExit(reason uint32) error {
+	v.sendExit = false
+	switch reason {
+	case kvm.ExitIO:
+		if err := v.handleIO(); err != nil {
+			return err
+		}
+		v.exitQuiet = true // no port is the LAPIC's
+	case kvm.ExitMMIO:
+		own, err := v.handleMMIO()
+		if err != nil {
+			return err
+		}
+		v.exitQuiet = !own || v.sendExit
+	default:
+		if err := v.handleMSR(reason == kvm.ExitX86WRMSR); err != nil {
+			return err
+		}
+		v.exitQuiet = v.sendExit
 	}
 	return nil
 }

@@ -102,12 +102,18 @@ func (v *VCPU) prepareEntry() error {
 		run.Sync.Sregs.InterruptBitmap = queuedBitmap(run.Sync.Sregs.InterruptBitmap, injected)
 	}
 	run.CR8 = v.cr8
-	// Nothing requested or latched, no timer, no window, no PV EOI offer
-	// standing, no injection: until something notifies this vCPU or it
-	// touches its own LAPIC, entries can skip the look (quietEntry).
-	v.quiet = injected < 0 && !p.Requested && v.events == (vlapic.Events{}) && !e.TimerArmed && v.windowFor < 0 &&
-		!v.pveoi.Pending() && !v.exceptionQueued
+	v.quiet = injected < 0 && v.nothingStanding(p, e)
 	return nil
+}
+
+// nothingStanding says whether an entry that injected nothing leaves
+// nothing for a later one to act on: nothing requested or latched, no
+// timer, no window, no PV EOI offer, no exception queued. Until something
+// notifies this vCPU or it touches its own LAPIC, entries can then skip
+// the look (quietEntry).
+func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
+	return !p.Requested && v.events == (vlapic.Events{}) && !e.TimerArmed && v.windowFor < 0 &&
+		!v.pveoi.Pending() && !v.exceptionQueued
 }
 
 // quietEntry says whether this entry may skip prepareEntry's look at the
