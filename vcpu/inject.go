@@ -119,9 +119,10 @@ func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 // quietEntry says whether this entry may skip prepareEntry's look at the
 // LAPIC, because it could find nothing new: the last full entry found
 // nothing and left nothing standing (quiet), the exit served since touched
-// only devices (exitQuiet: a port, or MMIO outside the vCPU's own xAPIC
-// page; never an MSR, which may be the vCPU's APIC, TSC deadline or PV EOI
-// MSR), CR8 is as that entry left it, no handler queued sregs for KVM to
+// only devices or sent an IPI (exitQuiet, handleBusExit: a port, MMIO
+// outside the vCPU's own xAPIC page, an ICR or PV send; no other MSR, which
+// may be the vCPU's APIC, TSC deadline or PV EOI MSR), CR8 is as that
+// entry left it, no handler queued sregs for KVM to
 // load, and no one notified the vCPU since. Every change another thread
 // makes to this LAPIC (a delivery, the timer's tick, a post to the AVIC
 // page) is followed by its Notify, which sets notified before it reads
@@ -129,8 +130,8 @@ func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 // notified here: with sequentially consistent atomics either the notifier
 // sees StateGuest and kicks (immediate_exit), or this entry sees
 // notified and looks. So a quiet entry loses nothing: it is the entry a
-// full one would have made. A kick's exit, a HLT, a window and a host
-// signal are no device exits, so the entry after them looks.
+// full one would have made. A kick's exit, a HLT and a window are no
+// device exits, so the entry after them looks.
 func (v *VCPU) quietEntry(run *kvm.Run) bool {
 	notified := v.notified.Swap(false)
 	q := v.quiet && v.exitQuiet && !notified && run.CR8 == v.cr8 && run.DirtyRegs&kvm.SyncRegsSregs == 0
