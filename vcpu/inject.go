@@ -121,9 +121,11 @@ func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 // nothing and left nothing standing (quiet), the exit served since touched
 // only devices or sent an IPI (exitQuiet, handleBusExit: a port, MMIO
 // outside the vCPU's own xAPIC page, an ICR or PV send; no other MSR, which
-// may be the vCPU's APIC, TSC deadline or PV EOI MSR), CR8 is as that
-// entry left it, no handler queued sregs for KVM to
-// load, and no one notified the vCPU since. Every change another thread
+// may be the vCPU's APIC, TSC deadline or PV EOI MSR), no handler queued
+// sregs for KVM to load, and no one notified the vCPU since. A MOV CR8
+// the guest made is already in the LAPIC (syncCR8, after every KVM_RUN)
+// and in kvm_run: with nothing requested, a new TPR makes nothing
+// deliverable. Every change another thread
 // makes to this LAPIC (a delivery, the timer's tick, a post to the AVIC
 // page) is followed by its Notify, which sets notified before it reads
 // state; the loop stored StateGuest (enterGuestState) before it takes
@@ -134,7 +136,7 @@ func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 // device exits, so the entry after them looks.
 func (v *VCPU) quietEntry(run *kvm.Run) bool {
 	notified := v.notified.Swap(false)
-	q := v.quiet && v.exitQuiet && !notified && run.CR8 == v.cr8 && run.DirtyRegs&kvm.SyncRegsSregs == 0
+	q := v.quiet && v.exitQuiet && !notified && run.DirtyRegs&kvm.SyncRegsSregs == 0
 	v.exitQuiet = false
 	return q
 }
