@@ -445,6 +445,10 @@ VTX_RUN   ?= ^(TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestSMPBrin
 # fixed in Bochs 2.8 (docs/hosts.md); make nested-vtx-full runs them.
 VTX_SKIP  ?=
 VTX_MODES ?= cluster
+# cmd/govmm's tests the VT-x host runs (the package runs whole in the
+# nested AMD-V host): those whose KVM-LAPIC side counts IPIs exactly,
+# which KVM's LAPIC there delivers twice now and then (docs/hosts.md).
+VTX_CMD_RUN ?= ^TestBenchRTTOnKVMLAPIC$$
 VTX_TIMEOUT ?= 80m
 VTX_FULL_RUN := ^(TestLAPICDifferential|TestKVMLAPICRefuses|TestMultipleNMI|TestIPIExitCounts|TestIPIExitCountsAVIC|TestTimerModes|TestTimerWithoutTSCDeadline|TestIOAPIC|TestInterruptRemapping|TestPVEOI|TestSMPBringUp|TestAPICBase|TestMultibootCommandLine|TestNoInterruptLostToMSRFault|TestInt3Recovery|TestXSAVEFamily|TestStorm|TestBusMap|TestCLIRunJSON|TestHostSignalsCostNoExit)$$
 nested-vtx: guests kernel initramfs build nested-deps test-tools
@@ -452,10 +456,12 @@ nested-vtx: guests kernel initramfs build nested-deps test-tools
 	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/govmm ./cmd/govmm
 	@CGO_ENABLED=0 $(GO) build -o $(VTX_DIR)/test2json cmd/test2json
 	@CGO_ENABLED=0 $(GO) test -c -o $(VTX_DIR)/tests.test ./tests/
-	@echo "== inside the nested VT-x host (Bochs, kvm_intel): govmm host, $(VTX_RUN), boots in $(VTX_MODES)"
+	@CGO_ENABLED=0 $(GO) test -c -o $(VTX_DIR)/govmm.test ./cmd/govmm/
+	@echo "== inside the nested VT-x host (Bochs, kvm_intel): govmm host, $(VTX_RUN), cmd/govmm's $(VTX_CMD_RUN), boots in $(VTX_MODES)"
 	@{ GOVMM_BIN=$(VTX_DIR)/govmm GOVMM_STORM_COUNT=$(or $(STORM_COUNT_VTX),10000) $(BIN) nested --host intel --timeout $(VTX_TIMEOUT) \
 	  --file $(VTX_DIR) --file $(GUESTS) --file $(CACHE)/linux/vmlinux --file $(CACHE)/initramfs.cpio --file scripts/vtx-suite.sh \
-	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test $(VTX_DIR)/test2json '$(VTX_RUN)' '$(VTX_SKIP)' '$(VTX_MODES)'; \
+	  -- sh scripts/vtx-suite.sh $(VTX_DIR)/govmm $(VTX_DIR)/tests.test $(VTX_DIR)/test2json '$(VTX_RUN)' '$(VTX_SKIP)' '$(VTX_MODES)' \
+	  $(VTX_DIR)/govmm.test '$(VTX_CMD_RUN)'; \
 	  echo $$? > $(TESTLOG)/vtx.rc; } | $(SUMMARY) filter -tests $(TESTLOG)/vtx.json; \
 	  rc=$$(cat $(TESTLOG)/vtx.rc); [ "$$rc" = 0 ] || { echo "make nested-vtx: the VT-x run ended with status $$rc"; exit 1; }
 nested-vtx-full:

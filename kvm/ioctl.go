@@ -100,7 +100,6 @@ var Ioctls = []Ioctl{
 	{"KVM_GET_DEBUGREGS", kvmGetDebugRegs, true, "snapshots"},
 	{"KVM_SET_MP_STATE", kvmSetMPState, true, "restoring a snapshot: each vCPU loads its saved state on its own thread as its loop starts"},
 	{"KVM_GET_CLOCK", kvmGetClock, true, "snapshots: the VM's kvmclock"},
-	{"KVM_SET_SIGNAL_MASK", kvmSetSignalMask, true, "a vCPU thread's kick signal, set as its loop starts"},
 	{"KVM_GET_TSC_KHZ", kvmGetTSCKHz, true, "the LAPIC timer's clock"},
 	{"KVM_IOEVENTFD", kvmIOEventFD, true, "a virtio queue's notify eventfd, re-registered as the guest moves its BAR"},
 	{"KVM_GET_STATS_FD", kvmGetStatsFD, true, "KVM's own exit statistics for the report and the dashboard"},
@@ -123,6 +122,7 @@ var Ioctls = []Ioctl{
 	{"KVM_X86_SET_MSR_FILTER", kvmX86SetMSRFilter, false, "building the VM: the MSRs govmm serves"},
 	{"KVM_REGISTER_COALESCED_MMIO", kvmRegisterCoalesced, false, "building the VM: the early console's write queue"},
 	{"KVM_SET_CLOCK", kvmSetClock, false, "restoring a snapshot: the VM's kvmclock"},
+	{"KVM_SET_SIGNAL_MASK", kvmSetSignalMask, false, "probing the host: a probe vCPU blocks every signal in KVM_RUN (govmm's vCPU threads block them on the thread instead)"},
 }
 
 // IoctlNamed is the request number of name, from Ioctls; ok is false for

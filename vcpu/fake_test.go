@@ -116,6 +116,11 @@ var _ Hardware = (*fakeCPU)(nil)
 func (f *fakeCPU) RunData() *kvm.Run { return &f.run }
 
 func (f *fakeCPU) Run() error {
+	var mask unix.Sigset_t // the thread's, as KVM_RUN would run with it
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, nil, &mask); err != nil {
+		return err
+	}
+	f.sigmask = mask.Val[0]
 	if f.onRun != nil {
 		f.onRun()
 	}
@@ -205,7 +210,6 @@ func (f *fakeCPU) SetImmediateExit(on bool) {
 	}
 }
 
-func (f *fakeCPU) SetSignalMask(blocked uint64) error { f.sigmask = blocked; return nil }
 
 func (f *fakeCPU) SetRequestInterruptWindow(on bool) { f.run.RequestInterruptWindow = b2u(on) }
 

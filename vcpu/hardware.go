@@ -22,7 +22,6 @@ type Hardware interface {
 	// Run enters the guest once (KVM_RUN); EINTR is returned as is.
 	Run() error
 	SetImmediateExit(on bool)
-	SetSignalMask(blocked uint64) error
 	SetRequestInterruptWindow(on bool)
 	Interrupt(vector uint8) error
 	NMI() error

@@ -42,16 +42,13 @@ func (v *VCPU) Run() error {
 		}
 	}()
 
-	// Only the kick may interrupt KVM_RUN. Any other signal reaching this
-	// thread in the guest (Go's preemption SIGURG, which sysmon sends to a
-	// goroutine that has run 10 ms without rescheduling, as a vCPU loop
-	// does; SIGCHLD, SIGINT and other process signals the kernel may route
-	// here) would end KVM_RUN with EINTR: an exit the guest did not cause,
-	// on the accounting of a guest that counts its own. Blocked inside
-	// KVM_RUN only, such a signal is taken as soon as KVM_RUN returns.
-	if err := v.kvm.SetSignalMask(^uint64(0) &^ (1 << (kickSignal - 1))); err != nil {
-		return &Error{v.id, fmt.Errorf("KVM_SET_SIGNAL_MASK: %w", err)}
+	// Only the kick may interrupt KVM_RUN (sigmask.go). Restored before
+	// the thread is unlocked (deferred after UnlockOSThread above).
+	restoreMask, err := setThreadSignalMask()
+	if err != nil {
+		return &Error{v.id, fmt.Errorf("blocking host signals on the vCPU thread: %w", err)}
 	}
+	defer restoreMask()
 	run := v.kvm.RunData()
 	// KVM stores the general registers in kvm_run at every exit; the
 	// segment and control registers only when a handler asks (sregs): on

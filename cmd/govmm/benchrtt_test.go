@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/govmm/govmm/benchreport"
+	"github.com/govmm/govmm/hostprobe"
 	"github.com/govmm/govmm/vmm"
 )
 
@@ -179,8 +180,15 @@ func TestRTTRowsFromConsole(t *testing.T) {
 // MMIO accesses in xAPIC) per round trip; a halted receiver's HLTs and
 // EOIs, each one the guest counted itself; a spinning receiver's EOIs and
 // interrupt windows only (its kick is a host interrupt, shown apart).
+//
+// KVM's LAPIC in the nested AMD-V host delivers some IPIs twice
+// (docs/hosts.md), which rtt.elf counts: there the test skips, saying so,
+// and the nested VT-x host runs it (make nested-vtx).
 func TestBenchRTTOnKVMLAPIC(t *testing.T) {
 	needKVM(t)
+	if hostprobe.DetectEmulator() == hostprobe.QEMUTCG {
+		t.Skip("SKIP: KVM's LAPIC in the nested AMD-V host (QEMU TCG) delivers some IPIs twice (docs/hosts.md), and rtt.elf counts them exactly: the nested VT-x host runs it")
+	}
 	guest := rttGuestPath()
 	if _, err := os.Stat(guest); err != nil {
 		t.Skipf("SKIP: %s missing (run 'make guests'): %v", guest, err)
