@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -315,6 +315,25 @@ bench-rtt-vtx: build guests nested-deps
 	  $(VTX_DIR)/govmm bench-rtt --qemu '' --floor $(VTX_DIR)/floorvmm --blob $(GUESTS)/floorloop.bin --ipi-blob $(GUESTS)/rttloop.bin \
 	  --guest $(GUESTS)/rtt.elf --out /tmp/bench-rtt $(or $(BENCH_RTT_FLAGS),--modes x2apic-phys,xapic-phys --delivery plain --rounds 200 --reps 1)
 
+# The C floor and the Go floor (bench/gofloor: the same least VMM in Go,
+# nothing of govmm's but its ioctl package) side by side on the same guest
+# loops (scripts/floors.sh, FLOORS_REPS runs): what Go's runtime costs a
+# VMM whose exits all come back to user space, with no yield (GO), with
+# govmm's 8 ms yield (GOY) and with that and KVM_RUN without entersyscall
+# (GOYR, a measurement only: docs/exit-cost.md). floors runs them in the
+# nested AMD-V host (or on this machine's KVM), floors-vtx in the nested
+# VT-x host; each ends with the table (scripts/floors-summary.py).
+FLOORS_REPS ?= 3
+FLOORS_ARGS = $(GUESTS) $(FLOORS_REPS) 1000 $(2) C=$(1)/floorvmm GO=$(1)/gofloor "GOY=$(1)/gofloor -yield 8ms" "GOYR=$(1)/gofloor -yield 8ms -raw"
+gofloor: $(CACHE)/nested/vtx/gofloor
+$(CACHE)/nested/vtx/gofloor: $(wildcard bench/gofloor/*.go) $(wildcard kvm/*.go)
+	@mkdir -p $(CACHE)/nested/vtx && CGO_ENABLED=0 $(GO) build -o $@ ./bench/gofloor
+floors floors-vtx: build guests gofloor nested-deps
+	@gcc -O2 -static -pthread -o $(CACHE)/nested/vtx/floorvmm $(FLOOR_SRC)
+	@$(if $(filter floors-vtx,$@),$(BIN) nested --host intel --timeout 120m --file $(CACHE)/nested/vtx --file $(GUESTS) --file scripts/floors.sh --,$(if $(USE_NESTED),$(NESTED_RUN))) \
+	  sh scripts/floors.sh $(call FLOORS_ARGS,$(CACHE)/nested/vtx,$(if $(filter floors-vtx,$@),2000,20000)) | tee $(CACHE)/$@.log
+	@scripts/floors-summary.py $(CACHE)/$@.log
+
 # virtio-blk against the image read directly on the host, same pattern, one
 # run (scripts/bench-blk.sh): IOPS ratio, exits and device-interrupt exits
 # per I/O at queue depth 1 and 32. MODE as for make run.
@@ -359,7 +378,7 @@ ALLOW_NO_KVM ?=
 KVM_PVM := $(shell (exec 3<>/dev/kvm) 2>/dev/null && [ -d /sys/module/kvm_pvm ] && echo yes)
 PVM_HERE := $(if $(USE_NESTED),$(KVM_PVM))
 PVM_RUN ?= ^(TestDoorbellForgery|TestUnhandledInstruction|TestSyscallDoorbell|TestInt3Recovery|TestXSAVEFamily)$$
-NESTED_PKGS := ./tests/ ./kvm/ ./hostprobe/ ./cmd/govmm/
+NESTED_PKGS := ./tests/ ./kvm/ ./hostprobe/ ./cmd/govmm/ ./bench/gofloor/
 # The rest run here (the nested packages run whole inside the nested host).
 MACHINE_PKGS = $(filter-out $(patsubst ./%/,$(MODULE)/%,$(NESTED_PKGS)),$(shell $(GO) list ./...))
 MODULE      := github.com/govmm/govmm

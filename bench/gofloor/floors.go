@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"os"
 	"sync"
@@ -44,11 +45,11 @@ func exitLoop(m *vm, t thread, name string, kind int, count uint32) error {
 		return err
 	}
 	run := c.RunData()
-	y := yielder{d: t.yield}
+	y := newYielder(t.yield)
 	var exits uint64
 	for {
 		y.maybe()
-		if err := c.Run(); err != nil {
+		if err := t.kvmRun(c); err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
@@ -81,7 +82,7 @@ func exitLoop(m *vm, t thread, name string, kind int, count uint32) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("floor kind=%s count=%d cycles=%d exits=%d\n", name, count, r.RDX&0xffffffff<<32|r.RAX&0xffffffff, exits)
+			fmt.Fprintf(t.out, "floor kind=%s count=%d cycles=%d exits=%d\n", name, count, r.RDX&0xffffffff<<32|r.RAX&0xffffffff, exits)
 			return nil
 		default:
 			return fmt.Errorf("unexpected exit reason %d", run.ExitReason)
@@ -133,6 +134,7 @@ type ipiVCPU struct {
 }
 
 type ipiVM struct {
+	out       io.Writer
 	cpus      [nCPUs]*ipiVCPU
 	name      string
 	rounds    uint32
@@ -268,7 +270,7 @@ func (m *ipiVM) report(v *ipiVCPU) (bool, error) {
 	if r.RBX == 1 {
 		recv = "halted"
 	}
-	fmt.Printf("floor-ipi kind=%s receiver=%s rounds=%d gap=%d cycles=%d min=%d max=%d "+
+	fmt.Fprintf(m.out, "floor-ipi kind=%s receiver=%s rounds=%d gap=%d cycles=%d min=%d max=%d "+
 		"sender_exits=%d receiver_exits=%d kicks=%d wakeups=%d windows=%d\n",
 		m.name, recv, m.rounds, m.gap, r.RDX&0xffffffff<<32|r.RAX&0xffffffff, uint32(r.RSI), uint32(r.RDI),
 		d(0), d(1), d(nCPUs), d(nCPUs+1), d(nCPUs+2))
@@ -344,7 +346,7 @@ func (m *ipiVM) loop(v *ipiVCPU, t thread) error {
 	}
 	v.tid.Store(int32(unix.Gettid()))
 	run := v.c.RunData()
-	y := yielder{d: t.yield}
+	y := newYielder(t.yield)
 	for !m.done.Load() {
 		y.maybe()
 		if err := v.inject(); err != nil {
@@ -357,7 +359,7 @@ func (m *ipiVM) loop(v *ipiVCPU, t thread) error {
 			atomic.StoreUint32(&v.state, inVMM)
 			continue
 		}
-		err := v.c.Run()
+		err := t.kvmRun(v.c)
 		atomic.StoreUint32(&v.state, inVMM)
 		if v.kickPending.Swap(false) {
 			v.c.SetImmediateExit(false)
@@ -389,7 +391,7 @@ func (m *ipiVM) loop(v *ipiVCPU, t thread) error {
 // ipiFloor is flooripi.c's floor_ipi: vCPU 0 runs rttloop.bin's sender
 // (EAX the send kind, ECX rounds, EDX gap), vCPU 1 its receiver.
 func ipiFloor(mv *vm, t thread, name string, kind int, rounds, gap uint32) error {
-	m := &ipiVM{name: name, rounds: rounds, gap: gap, pid: os.Getpid()}
+	m := &ipiVM{out: t.out, name: name, rounds: rounds, gap: gap, pid: os.Getpid()}
 	for i := range m.cpus {
 		rip := uint64(loadAt)
 		if i > 0 {

@@ -8,7 +8,7 @@
 // govmm's own cost, its ratio to the C floor that plus Go's
 // (docs/exit-cost.md).
 //
-//	gofloor [-k /dev/kvm] [-c CPU,...] [-yield D] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]
+//	gofloor [-k /dev/kvm] [-c CPU,...] [-yield D] [-raw] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]
 //
 // As in govmm, each vCPU runs on a goroutine locked to its thread, with
 // every signal but the kick and the faults blocked on that thread (so no
@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -113,9 +114,24 @@ func (m *vm) vcpu(id int, regs kvm.Regs) (*kvm.VCPU, error) {
 
 // pin and the thread's signal mask: what each vCPU's goroutine does first.
 type thread struct {
+	out      io.Writer // the report lines
 	affinity []int
 	yield    time.Duration
+	raw      bool
 }
+
+// kvmRun is KVM_RUN through Go's system-call path, or (raw) without it.
+func (t thread) kvmRun(c *kvm.VCPU) error {
+	if !t.raw {
+		return c.Run()
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.FD()), kvmRunReq, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+const kvmRunReq = 0xAE80 // _IO(KVMIO, 0x80)
 
 func (t thread) setup(id int) error {
 	runtime.LockOSThread()
@@ -134,42 +150,61 @@ func (t thread) setup(id int) error {
 	return unix.PthreadSigmask(unix.SIG_SETMASK, &mask, nil)
 }
 
-// yielder yields the goroutine's P every d (never when d is 0).
+// yielder yields the goroutine's P every d (never when d is 0), timed
+// with RDTSC as govmm's yield is (vcpu/yield.go): in the nested hosts
+// Go's clock is a system call.
 type yielder struct {
-	d    time.Duration
-	next time.Time
+	every, last uint64 // TSC cycles
+}
+
+func newYielder(d time.Duration) yielder {
+	if d <= 0 {
+		return yielder{}
+	}
+	return yielder{every: uint64(float64(d) * tscPerNS), last: kvm.RDTSC()}
 }
 
 func (y *yielder) maybe() {
-	if y.d <= 0 {
+	if y.every == 0 {
 		return
 	}
-	if now := time.Now(); now.After(y.next) {
+	if kvm.RDTSC()-y.last >= y.every {
 		runtime.Gosched()
-		y.next = time.Now().Add(y.d)
+		y.last = kvm.RDTSC()
 	}
+}
+
+// tscPerNS is the host TSC's rate, measured over 50 ms at start when
+// -yield asks for a yield.
+var tscPerNS float64
+
+func measureTSC() {
+	t0, c0 := time.Now(), kvm.RDTSC()
+	time.Sleep(50 * time.Millisecond)
+	tscPerNS = float64(kvm.RDTSC()-c0) / float64(time.Since(t0))
 }
 
 var kinds = []string{"port", "mmio", "msr", "ipi-x2apic", "ipi-xapic"}
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "gofloor: %v\n", err)
 		os.Exit(2)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("gofloor", flag.ContinueOnError)
 	kvmPath := fs.String("k", "/dev/kvm", "the KVM device")
 	cpus := fs.String("c", "", "comma-separated host CPUs: vCPU i's thread on CPU LIST[i mod len]")
 	yield := fs.Duration("yield", 0, "each vCPU goroutine yields its P this often (0: never)")
+	raw := fs.Bool("raw", false, "KVM_RUN without Go's entersyscall (RawSyscall): measures that path's cost; no VMM may run so, since a stop-the-world then waits for the guest's next exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	a := fs.Args()
 	if len(a) < 3 || len(a) > 4 {
-		return errors.New("usage: gofloor [-k /dev/kvm] [-c CPU,...] [-yield D] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]")
+		return errors.New("usage: gofloor [-k /dev/kvm] [-c CPU,...] [-yield D] [-raw] BLOB port|mmio|msr|ipi-x2apic|ipi-xapic COUNT [GAP]")
 	}
 	kind := -1
 	for i, k := range kinds {
@@ -190,7 +225,10 @@ func run(args []string) error {
 			return fmt.Errorf("gap %q: want a number", a[3])
 		}
 	}
-	t := thread{yield: *yield}
+	t := thread{out: out, yield: *yield, raw: *raw}
+	if *yield > 0 {
+		measureTSC()
+	}
 	if *cpus != "" {
 		for _, f := range strings.Split(*cpus, ",") {
 			c, err := strconv.Atoi(f)
