@@ -26,6 +26,12 @@ type RTTRow struct {
 	Cycles    uint64 // guest TSC cycles of all of them, send to acknowledgement seen
 	MinCycles uint64 // the fastest one
 	MaxCycles uint64 // the slowest one
+	// Medians are each run's median round trip (rtt.elf's and the
+	// floors' own, from every round trip's cycles), one per run merged:
+	// one L1 timer tick in a round trip, a million cycles in the nested
+	// hosts, moves a thousand round trips' mean by a few percent and not
+	// their median.
+	Medians []uint64
 
 	// The receiver's own counts in the section (rtt.elf's, independent of
 	// the VMM's): the HLTs it executed, its EOIs that exit (an x2APIC or
@@ -51,12 +57,14 @@ func (r *RTTRow) Add(o RTTRow) {
 	if r.Reps == 0 {
 		*r = o
 		r.RecvByCause = maps.Clone(o.RecvByCause)
+		r.Medians = slices.Clone(o.Medians)
 		r.Reps = max(o.Reps, 1)
 		return
 	}
 	r.Rounds += o.Rounds
 	r.Cycles += o.Cycles
 	r.MinCycles, r.MaxCycles = min(r.MinCycles, o.MinCycles), max(r.MaxCycles, o.MaxCycles)
+	r.Medians = append(r.Medians, o.Medians...)
 	r.GuestHLTs += o.GuestHLTs
 	r.GuestEOIs += o.GuestEOIs
 	r.GuestPVEOIs += o.GuestPVEOIs
@@ -92,6 +100,16 @@ func (r RTTRow) RecvCauses() string {
 
 // CyclesPerRTT is the mean round trip in guest TSC cycles.
 func (r RTTRow) CyclesPerRTT() float64 { return ratio(r.Cycles, r.Rounds) }
+
+// MedianCycles is the runs' median round trip, their mean over the runs
+// merged; 0 when no run reported one.
+func (r RTTRow) MedianCycles() float64 {
+	var sum uint64
+	for _, m := range r.Medians {
+		sum += m
+	}
+	return ratio(sum, uint64(len(r.Medians)))
+}
 
 // SenderPerRTT and RecvPerRTT are exits per round trip.
 func (r RTTRow) SenderPerRTT() float64 { return ratio(r.SenderExits, r.Rounds) }
@@ -156,15 +174,33 @@ func xapicICR(m string) bool { return strings.HasPrefix(m, "xapic") }
 // receiver and the same kind of ICR access (x2APIC MSR or xAPIC MMIO), 0
 // without one.
 func (t *RTTTable) vsFloorIPI(r RTTRow) float64 {
+	if o, ok := t.floorIPIFor(r); ok {
+		return r.CyclesPerRTT() / o.CyclesPerRTT()
+	}
+	return 0
+}
+
+// vsFloorIPIMedian is vsFloorIPI of the median round trips, 0 without
+// them.
+func (t *RTTTable) vsFloorIPIMedian(r RTTRow) float64 {
+	if o, ok := t.floorIPIFor(r); ok && o.MedianCycles() > 0 {
+		return r.MedianCycles() / o.MedianCycles()
+	}
+	return 0
+}
+
+// floorIPIFor is the IPI floor's row for r's receiver and kind of ICR
+// access (x2APIC MSR or xAPIC MMIO); none for a reference row.
+func (t *RTTTable) floorIPIFor(r RTTRow) (RTTRow, bool) {
 	if reference(r) {
-		return 0
+		return RTTRow{}, false
 	}
 	for _, o := range t.Rows {
 		if o.Delivery == FloorIPI && o.Receiver == r.Receiver && o.Rounds > 0 && xapicICR(o.GuestMode) == xapicICR(r.GuestMode) {
-			return r.CyclesPerRTT() / o.CyclesPerRTT()
+			return o, true
 		}
 	}
-	return 0
+	return RTTRow{}, false
 }
 
 // AtFloor is what r's exits per round trip (sender's and receiver's)
@@ -201,21 +237,16 @@ func (t *RTTTable) WriteMarkdown(w io.Writer) {
 
 // WriteTable writes the Markdown table alone.
 func (t *RTTTable) WriteTable(w io.Writer) {
-	writeHeader(w, "llllrrrrrlrrrrrr", "mode", "delivery", "receiver", "halt poll", "round trips", "cycles/round trip",
-		"vs poll off", "sender exits/RT", "receiver exits/RT", "receiver exits by cause, per RT",
-		"its exits at the floor, cycles", "RT / that", "vs the IPI floor", "vs KVM's in-kernel LAPIC", "polls (hits)", "µs polled/RT")
+	writeHeader(w, "llllrrrrrrlrrrrrrr", "mode", "delivery", "receiver", "halt poll", "round trips", "cycles/round trip",
+		"median", "vs poll off", "sender exits/RT", "receiver exits/RT", "receiver exits by cause, per RT",
+		"its exits at the floor, cycles", "RT / that", "vs the IPI floor", "medians vs the IPI floor's", "vs KVM's in-kernel LAPIC", "polls (hits)", "µs polled/RT")
 	for _, r := range t.Rows {
 		vs := ""
 		if v := t.vsPollOff(r); v > 0 && r.HaltPoll != "off" {
 			vs = strconv.FormatFloat(v, 'f', 2, 64)
 		}
-		floor, over, kvm, ipi := "", "", "", ""
-		if v := t.vsKVM(r); v > 0 {
-			kvm = strconv.FormatFloat(v, 'f', 2, 64)
-		}
-		if v := t.vsFloorIPI(r); v > 0 {
-			ipi = strconv.FormatFloat(v, 'f', 2, 64)
-		}
+		floor, over := "", ""
+		kvm, ipi, ipiMed := ratio2(t.vsKVM(r)), ratio2(t.vsFloorIPI(r)), ratio2(t.vsFloorIPIMedian(r))
 		if f := t.AtFloor(r); f > 0 && r.Delivery != KVMLAPIC && r.Delivery != GovmmKVMLAPIC {
 			floor, over = fmt.Sprintf("%.0f", f), fmt.Sprintf("%.2f", r.CyclesPerRTT()/f)
 		}
@@ -223,10 +254,18 @@ func (t *RTTTable) WriteTable(w io.Writer) {
 		if r.Delivery == KVMLAPIC {
 			exits = [2]string{"–", "–"} // QEMU's exits are not govmm's to count
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
-			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), vs, exits[0],
-			exits[1], r.RecvCauses(), floor, over, ipi, kvm, r.Polls, r.PollHits, r.PolledPerRTT())
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %d | %.0f | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d (%d) | %.1f |\n",
+			r.Mode, r.Delivery, r.Receiver, r.HaltPoll, r.Rounds, r.CyclesPerRTT(), r.MedianCycles(), vs, exits[0],
+			exits[1], r.RecvCauses(), floor, over, ipi, ipiMed, kvm, r.Polls, r.PollHits, r.PolledPerRTT())
 	}
+}
+
+// ratio2 is a ratio with two decimals, "" for none (0).
+func ratio2(v float64) string {
+	if v <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
 // WriteCSV writes one line per case, raw counts and ratios.
@@ -235,14 +274,14 @@ func (t *RTTTable) WriteCSV(w io.Writer) error {
 	cw.Write([]string{"mode", "guest_mode", "delivery", "receiver", "halt_poll", "rounds", "cycles", "cycles_min", "cycles_max",
 		"cycles_per_rtt", "vs_poll_off", "sender_exits", "receiver_exits", "sender_exits_per_rtt", "receiver_exits_per_rtt",
 		"receiver_exits_by_cause", "at_floor_cycles", "vs_floor_ipi", "vs_kvm_lapic", "kicks", "wakeups", "halt_polls", "halt_poll_hits", "halt_poll_ns",
-		"guest_hlts", "guest_eois", "guest_pv_eois"})
+		"guest_hlts", "guest_eois", "guest_pv_eois", "cycles_median", "vs_floor_ipi_median"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	for _, r := range t.Rows {
 		cw.Write([]string{r.Mode, r.GuestMode, r.Delivery, r.Receiver, r.HaltPoll, u(r.Rounds), u(r.Cycles), u(r.MinCycles),
 			u(r.MaxCycles), f(r.CyclesPerRTT()), f(t.vsPollOff(r)), u(r.SenderExits), u(r.RecvExits), f(r.SenderPerRTT()),
 			f(r.RecvPerRTT()), r.RecvCauses(), f(t.AtFloor(r)), f(t.vsFloorIPI(r)), f(t.vsKVM(r)), u(r.Kicks), u(r.Wakeups), u(r.Polls), u(r.PollHits), u(r.PollNanos),
-			u(r.GuestHLTs), u(r.GuestEOIs), u(r.GuestPVEOIs)})
+			u(r.GuestHLTs), u(r.GuestEOIs), u(r.GuestPVEOIs), f(r.MedianCycles()), f(t.vsFloorIPIMedian(r))})
 	}
 	cw.Flush()
 	return cw.Error()

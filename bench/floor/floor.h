@@ -10,6 +10,10 @@
 #define MEM_SIZE  (2u << 20)
 #define LOAD_AT   0x1000u
 #define STACK_TOP (MEM_SIZE - 16)
+/* rttloop.S stores each round trip's cycles here (32 bits each), for the
+ * first FLOOR_SAMPLES_CAP of a section: the IPI floor's median. */
+#define FLOOR_SAMPLES     0x100000u
+#define FLOOR_SAMPLES_CAP 65536u
 
 struct floor_vm {
 	int kvm, fd, runsize;

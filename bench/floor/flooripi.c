@@ -24,11 +24,12 @@
  *
  * Output, one line per receiver (the BSP reports each section with HLT):
  *   floor-ipi kind=K receiver=halted|spinning rounds=N gap=G cycles=T
- *     min=A max=B sender_exits=S receiver_exits=R kicks=C wakeups=W windows=I
+ *     min=A max=B sender_exits=S receiver_exits=R kicks=C wakeups=W windows=I median=M
  * T the guest's TSC cycles over the N round trips; the exits are those of
  * the section (port 0x660 marks it, as under govmm), the receiver's kicks
  * those that ended a KVM_RUN, its wake-ups those from a futex wait, its
- * windows the interrupt-window exits it asked for. */
+ * windows the interrupt-window exits it asked for, M the median round trip
+ * (rttloop.S stores each one's cycles at FLOOR_SAMPLES). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
@@ -36,6 +37,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -175,6 +177,22 @@ static void snap(struct counts_snap *s)
 	s->windows = atomic_load(&cpus[1].n.windows);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* median is the middle of the section's round trips (the lower of the
+ * two for an even count), from the cycles rttloop.S stored. */
+static uint32_t median(void)
+{
+	unsigned long n = rounds < FLOOR_SAMPLES_CAP ? rounds : FLOOR_SAMPLES_CAP;
+	uint32_t *s = (uint32_t *)(vm->mem + FLOOR_SAMPLES);
+	qsort(s, n, sizeof *s, cmp_u32);
+	return s[(n - 1) / 2];
+}
+
 /* report is the BSP's HLT: EBX = 1 halted, 2 spinning, 0 done. */
 static int report(struct vcpu *v)
 {
@@ -185,12 +203,12 @@ static int report(struct vcpu *v)
 	struct counts_snap now;
 	snap(&now);
 	printf("floor-ipi kind=%s receiver=%s rounds=%lu gap=%lu cycles=%llu min=%u max=%u "
-	       "sender_exits=%lu receiver_exits=%lu kicks=%lu wakeups=%lu windows=%lu\n",
+	       "sender_exits=%lu receiver_exits=%lu kicks=%lu wakeups=%lu windows=%lu median=%u\n",
 	       kind_name, regs.rbx == 1 ? "halted" : "spinning", rounds, gap,
 	       (unsigned long long)((regs.rdx & 0xffffffff) << 32 | (regs.rax & 0xffffffff)),
 	       (unsigned)regs.rsi, (unsigned)regs.rdi, now.exits[0] - at_start.exits[0],
 	       now.exits[1] - at_start.exits[1], now.kicks - at_start.kicks, now.wakeups - at_start.wakeups,
-	       now.windows - at_start.windows);
+	       now.windows - at_start.windows, median());
 	fflush(stdout);
 	return 0;
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -135,6 +136,7 @@ type ipiVCPU struct {
 
 type ipiVM struct {
 	out       io.Writer
+	mem       []byte // guest RAM: the round trips' cycles at floorSamples
 	cpus      [nCPUs]*ipiVCPU
 	name      string
 	rounds    uint32
@@ -271,11 +273,30 @@ func (m *ipiVM) report(v *ipiVCPU) (bool, error) {
 		recv = "halted"
 	}
 	fmt.Fprintf(m.out, "floor-ipi kind=%s receiver=%s rounds=%d gap=%d cycles=%d min=%d max=%d "+
-		"sender_exits=%d receiver_exits=%d kicks=%d wakeups=%d windows=%d\n",
+		"sender_exits=%d receiver_exits=%d kicks=%d wakeups=%d windows=%d median=%d\n",
 		m.name, recv, m.rounds, m.gap, r.RDX&0xffffffff<<32|r.RAX&0xffffffff, uint32(r.RSI), uint32(r.RDI),
-		d(0), d(1), d(nCPUs), d(nCPUs+1), d(nCPUs+2))
+		d(0), d(1), d(nCPUs), d(nCPUs+1), d(nCPUs+2), m.median())
 	m.atStartMu.Unlock()
 	return false, nil
+}
+
+// The round trips' cycles, as rttloop.S stores them under a floor VMM
+// (bench/floor/floor.h).
+const (
+	floorSamples    = 0x100000
+	floorSamplesCap = 65536
+)
+
+// median is the middle of the section's round trips, the lower of the
+// two for an even count.
+func (m *ipiVM) median() uint32 {
+	n := min(int(m.rounds), floorSamplesCap)
+	s := make([]uint32, n)
+	for i := range s {
+		s[i] = binary.LittleEndian.Uint32(m.mem[floorSamples+4*i:])
+	}
+	slices.Sort(s)
+	return s[(n-1)/2]
 }
 
 // handleExit handles one exit; it says whether the VM is done. Section
@@ -391,7 +412,7 @@ func (m *ipiVM) loop(v *ipiVCPU, t thread) error {
 // ipiFloor is flooripi.c's floor_ipi: vCPU 0 runs rttloop.bin's sender
 // (EAX the send kind, ECX rounds, EDX gap), vCPU 1 its receiver.
 func ipiFloor(mv *vm, t thread, name string, kind int, rounds, gap uint32) error {
-	m := &ipiVM{out: t.out, name: name, rounds: rounds, gap: gap, pid: os.Getpid()}
+	m := &ipiVM{out: t.out, mem: mv.mem, name: name, rounds: rounds, gap: gap, pid: os.Getpid()}
 	for i := range m.cpus {
 		rip := uint64(loadAt)
 		if i > 0 {

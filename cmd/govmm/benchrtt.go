@@ -238,7 +238,7 @@ func (b *rttBench) parseLists(modes, deliveries, lapics string) (err error) {
 }
 
 var reRTT = regexp.MustCompile(`# rtt receiver=(\w+) mode=\S+ rounds=(\d+) gap=\d+ cycles_total=0x([0-9a-f]+) cycles_min=(\d+) cycles_max=(\d+)` +
-	` recv_hlts=(\d+) recv_eois=(\d+) recv_pv_eois=(\d+)`)
+	` recv_hlts=(\d+) recv_eois=(\d+) recv_pv_eois=(\d+) cycles_median=(\d+)`)
 
 // firstLine is s up to its first newline.
 func firstLine(s string) string {
@@ -306,6 +306,8 @@ func rttRows(log string, row func(section int) (benchreport.RTTRow, error)) ([]b
 		r.GuestHLTs, _ = strconv.ParseUint(m[6], 10, 64)
 		r.GuestEOIs, _ = strconv.ParseUint(m[7], 10, 64)
 		r.GuestPVEOIs, _ = strconv.ParseUint(m[8], 10, 64)
+		med, _ := strconv.ParseUint(m[9], 10, 64)
+		r.Medians = []uint64{med}
 		rows = append(rows, r)
 	}
 	if len(rows) != 2 || rows[0].Receiver != "halted" || rows[1].Receiver != "spinning" {
@@ -417,7 +419,7 @@ func (b *rttBench) oneOnKVM(mode string) ([]benchreport.RTTRow, error) {
 var floorIPIKinds = map[string]string{"x2apic-phys": "ipi-x2apic", "xapic-phys": "ipi-xapic"}
 
 var reFloorIPI = regexp.MustCompile(`(?m)^floor-ipi kind=(\S+) receiver=(\w+) rounds=(\d+) gap=\d+ cycles=(\d+) min=(\d+) max=(\d+) ` +
-	`sender_exits=(\d+) receiver_exits=(\d+) kicks=(\d+) wakeups=(\d+) windows=(\d+)$`)
+	`sender_exits=(\d+) receiver_exits=(\d+) kicks=(\d+) wakeups=(\d+) windows=(\d+) median=(\d+)$`)
 
 // floorIPI runs the IPI floor (the floor VMM on rttloop.bin, the same
 // round-trip code as rtt.elf's) once in mode, if the floor has it, and adds
@@ -446,7 +448,7 @@ func (b *rttBench) floorIPI(mode string, rows *[2]benchreport.RTTRow) error {
 		u := func(j int) uint64 { v, _ := strconv.ParseUint(m[j], 10, 64); return v }
 		r := benchreport.RTTRow{Mode: mode, GuestMode: ipiBenchModes[mode], Delivery: benchreport.FloorIPI, Receiver: m[2],
 			HaltPoll: "off", Rounds: u(3), Cycles: u(4), MinCycles: u(5), MaxCycles: u(6), SenderExits: u(7), RecvExits: u(8),
-			Kicks: u(9), Wakeups: u(10)}
+			Kicks: u(9), Wakeups: u(10), Medians: []uint64{u(12)}}
 		r.RecvByCause = map[string]uint64{"kick": r.Kicks, "hlt": r.Wakeups, "window": u(11)}
 		r.RecvByCause["eoi"] = r.RecvExits - min(r.RecvExits, r.Kicks+r.Wakeups+u(11))
 		rows[i].Add(r)

@@ -156,15 +156,16 @@ func recvCauses(t *testing.T, cell string, rounds uint64) map[string]uint64 {
 // TestRTTRowsFromConsole: the round-trip lines rtt.elf prints (under govmm
 // or QEMU) become the halted and spinning rows; anything else is an error.
 func TestRTTRowsFromConsole(t *testing.T) {
-	log := "ok 2 cpus up\n# rtt receiver=halted mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x017d78400 cycles_min=300000 cycles_max=900000 recv_hlts=200 recv_eois=199 recv_pv_eois=1\n" +
-		"# rtt receiver=spinning mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x0bebc200 cycles_min=200000 cycles_max=700000 recv_hlts=0 recv_eois=200 recv_pv_eois=0\nPASS rtt\n"
+	log := "ok 2 cpus up\n# rtt receiver=halted mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x017d78400 cycles_min=300000 cycles_max=900000 recv_hlts=200 recv_eois=199 recv_pv_eois=1 cycles_median=310000\n" +
+		"# rtt receiver=spinning mode=x2apic-phys rounds=200 gap=100000 cycles_total=0x0bebc200 cycles_min=200000 cycles_max=700000 recv_hlts=0 recv_eois=200 recv_pv_eois=0 cycles_median=250000\nPASS rtt\n"
 	rows, err := rttRows(log, func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{Delivery: benchreport.KVMLAPIC}, nil })
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("rows %+v, %v", rows, err)
 	}
 	if rows[0].Receiver != "halted" || rows[0].Rounds != 200 || rows[0].Cycles != 400000000 || rows[0].MinCycles != 300000 ||
 		rows[0].GuestHLTs != 200 || rows[0].GuestEOIs != 199 || rows[0].GuestPVEOIs != 1 || rows[1].GuestHLTs != 0 || rows[1].GuestEOIs != 200 ||
-		rows[1].Receiver != "spinning" || rows[1].Cycles != 200000000 || rows[1].MaxCycles != 700000 || rows[1].Delivery != benchreport.KVMLAPIC {
+		rows[1].Receiver != "spinning" || rows[1].Cycles != 200000000 || rows[1].MaxCycles != 700000 || rows[1].Delivery != benchreport.KVMLAPIC ||
+		rows[0].MedianCycles() != 310000 || rows[1].MedianCycles() != 250000 {
 		t.Errorf("rows %+v", rows)
 	}
 	if _, err := rttRows("PASS rtt\n", func(int) (benchreport.RTTRow, error) { return benchreport.RTTRow{}, nil }); err == nil {

@@ -18,6 +18,7 @@
  * receiver is back in HLT before the next IPI. Other APs (if any) halt
  * with nothing sent to them. Each section prints
  *   # rtt receiver=halted|spinning mode=M rounds=R gap=G cycles_total=0xT cycles_min=A cycles_max=B
+ *     recv_hlts=H recv_eois=E recv_pv_eois=P cycles_median=M
  * and the guest passes when every IPI was acknowledged exactly once. The
  * round trips themselves are rttloop.S's, the same instructions the floor
  * C VMM (bench/floor) runs: the sender's loop, the receiver's wait and the
@@ -32,6 +33,7 @@ const char guest_name[] = "rtt";
 extern volatile u32 rtt_acks, rtt_hlts, rtt_spin;
 extern void (*rtt_eoi)(void);
 extern u32 rtt_send_kind, rtt_send_dest, rtt_send_lo;
+extern u32 *rtt_samples, rtt_samples_cap;
 u64 rtt_measure(u32 rounds, u32 gap, u32 minmax[2]);
 void rtt_receive(void) __attribute__((noreturn));
 void rtt_isr(void), rtt_eoi_x2apic(void), rtt_eoi_xapic(void);
@@ -39,6 +41,31 @@ void rtt_isr(void), rtt_eoi_x2apic(void), rtt_eoi_xapic(void);
 extern u64 idt[256];
 
 static volatile u32 ready;               /* APs set up */
+
+/* Each round trip's cycles, for the first SAMPLES of a section
+ * (rttloop.S), and their median: one L1 timer tick landing in a round
+ * trip (a million cycles in the nested hosts) moves a thousand round
+ * trips' mean by a few percent, and not their median. */
+#define SAMPLES 4096
+static u32 samples[SAMPLES];
+
+/* median sorts the first n samples (Shell's sort: no recursion, no
+ * quadratic time at 4096) and returns the middle one, the lower of the
+ * two for an even n. */
+static u32 median(u32 n)
+{
+	static const u32 gaps[] = {1750, 701, 301, 132, 57, 23, 10, 4, 1};
+	for (u32 g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+		u32 gap = gaps[g];
+		for (u32 i = gap; i < n; i++) {
+			u32 v = samples[i], j = i;
+			for (; j >= gap && samples[j - gap] > v; j -= gap)
+				samples[j] = samples[j - gap];
+			samples[j] = v;
+		}
+	}
+	return samples[(n - 1) / 2];
+}
 
 /* With pveoi the handler's EOI is Linux's PV EOI (no exit when govmm set
  * the bit); without, rttloop.S's own, as under the floor VMM. */
@@ -61,6 +88,8 @@ static void setup_rtt(void)
 		rtt_send_lo = (logical ? ICR_LOGICAL : 0) | V_RTT;
 	}
 	rtt_eoi = pveoi ? eoi_pveoi : x2apic ? rtt_eoi_x2apic : rtt_eoi_xapic;
+	rtt_samples = samples;
+	rtt_samples_cap = SAMPLES;
 	u32 a = (u32)rtt_isr;
 	idt[V_RTT] = (a & 0xffff) | 0x08u << 16 | (u64)((a & 0xffff0000) | 0x8E00) << 32;
 }
@@ -116,8 +145,9 @@ static void measure(u32 sec, const char *receiver, u32 rounds, u32 gap)
 	 * section's markers; a HLT it entered before the last IPI's handler
 	 * returned counts in the next section. */
 	printf("# rtt receiver=%s mode=%s rounds=%u gap=%u cycles_total=0x%x%08x cycles_min=%u cycles_max=%u "
-	       "recv_hlts=%u recv_eois=%u recv_pv_eois=%u\n",
-	       receiver, mode_names[mode], rounds, gap, (u32)(total >> 32), (u32)total, mm[0], mm[1], hlts, acks - pv, pv);
+	       "recv_hlts=%u recv_eois=%u recv_pv_eois=%u cycles_median=%u\n",
+	       receiver, mode_names[mode], rounds, gap, (u32)(total >> 32), (u32)total, mm[0], mm[1], hlts, acks - pv, pv,
+	       median(rounds < SAMPLES ? rounds : SAMPLES));
 	delay(gap);
 	check(rtt_acks == base + rounds, "every round trip acknowledged once", "%u acks for %u IPIs", rtt_acks - base, rounds);
 }

@@ -25,7 +25,9 @@
  *        spinning receiver, each between section markers (OUT to port
  *        0x660: the section, then 0), and reports each with HLT: EBX = 1
  *        halted, 2 spinning, 0 done; EDX:EAX = the section's TSC cycles, ESI = the
- *        shortest round trip, EDI = the longest.
+ *        shortest round trip, EDI = the longest; each round trip's cycles
+ *        at FLOOR_SAMPLES (0x100000), one 32-bit word each, for the first
+ *        65,536 of them (rtt_samples).
  *   AP:  EAX = send kind. Loads the tables, says ready, runs rtt_receive.
  * The handler returns with popfl; ret rather than IRET, as rt's stubs do
  * (an emulating host cannot interpret a protected-mode IRET). */
@@ -38,10 +40,12 @@
 #define XAPIC_EOI   (XAPIC + 0x0B0)
 #define XAPIC_ICR   (XAPIC + 0x300)
 #define XAPIC_ICR2  (XAPIC + 0x310)
+#define FLOOR_SAMPLES     0x100000      /* under the floor VMMs: bench/floor/floor.h */
+#define FLOOR_SAMPLES_CAP 65536
 
 	.data
 	.balign 4
-	.globl rtt_acks, rtt_hlts, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap
+	.globl rtt_acks, rtt_hlts, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap, rtt_samples, rtt_samples_cap
 rtt_acks:      .long 0                  /* IPIs the receiver's handler counted */
 rtt_hlts:      .long 0                  /* HLTs the receiver executed */
 rtt_spin:      .long 0                  /* the receiver spins instead of halting */
@@ -52,6 +56,8 @@ rtt_send_lo:   .long V_RTT
 	.balign 8
 rtt_pv_bitmap: .long 2, 0               /* APIC ID 1 */
 rtt_ready:     .long 0                  /* floor VMM: the AP is up */
+rtt_samples:   .long 0                  /* where each round trip's cycles go */
+rtt_samples_cap: .long 0                /* (32 bits each), and how many fit */
 
 	.text
 	.code32
@@ -65,7 +71,10 @@ rtt_vmm_ap:                             /* offset 16 */
 /* u64 rtt_measure(u32 rounds, u32 gap, u32 minmax[2]): rounds round trips
  * (1 or more), each one IPI sent and its acknowledgement seen, then gap
  * cycles of waiting. Returns their TSC cycles; minmax gets the shortest
- * and the longest. cdecl; keeps EBX, ESI, EDI, EBP. */
+ * and the longest, and each one's cycles (2^32 - 1 at most) go to
+ * rtt_samples[i] for the first rtt_samples_cap of them (a median, which
+ * one L1 timer tick in a thousand round trips does not move as it moves
+ * the mean). cdecl; keeps EBX, ESI, EDI, EBP. */
 rtt_measure:
 	push %ebp
 	push %edi
@@ -96,7 +105,13 @@ rtt_measure:
 	test %edx, %edx                 /* min and max of the low word; a round */
 	jz 4f                           /* trip of 2^32 cycles or more counts as */
 	mov $0xffffffff, %eax           /* 2^32 - 1 in them */
-4:	cmp 8(%esp), %eax
+4:	mov 36(%esp), %ecx              /* this round's index: rounds less */
+	sub %ebp, %ecx                  /* those left; its cycles into */
+	cmp rtt_samples_cap, %ecx       /* rtt_samples, when it has room */
+	jae 7f
+	mov rtt_samples, %edx
+	mov %eax, (%edx,%ecx,4)
+7:	cmp 8(%esp), %eax
 	jae 5f
 	mov %eax, 8(%esp)
 5:	cmp 12(%esp), %eax
@@ -233,6 +248,8 @@ tables:                                 /* EAX = send kind: the EOI's kind too *
 
 vmm_bsp:
 	mov %eax, rtt_send_kind
+	movl $FLOOR_SAMPLES, rtt_samples
+	movl $FLOOR_SAMPLES_CAP, rtt_samples_cap
 	mov %ecx, vmm_rounds
 	mov %edx, vmm_gap
 	call tables
