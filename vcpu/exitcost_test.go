@@ -43,6 +43,16 @@ func (r *repeatCPU) Run() error {
 // its bus as the VMM registers them (routing/lapic.go).
 func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 	r := newRig(tb, 1)
+	lapic := registerX2APIC(tb, r)
+	hw := &repeatCPU{fakeCPU: newFake(), left: n, s: s}
+	v := New(0, Config{KVM: hw, LAPIC: lapic, Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
+		Done: r.done, Boot: &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}})
+	return v, r
+}
+
+// registerX2APIC puts vCPU 0's x2APIC MSRs on the rig's bus as the VMM
+// registers them (routing/lapic.go) and turns its LAPIC to x2APIC mode.
+func registerX2APIC(tb testing.TB, r *rig) *vlapic.LAPIC {
 	lapic := r.apics.LAPIC(0)
 	r.register(exitbus.Range{Space: exitbus.MSR, Base: vlapic.MSRX2APICFirst, Len: vlapic.MSRX2APICLast - vlapic.MSRX2APICFirst + 1,
 		Name: "x2APIC", PerCPU: true,
@@ -58,10 +68,7 @@ func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 	if err := lapic.SetBase(0xFEE00000 | 1<<11 | 1<<10 | 1<<8); err != nil { // x2APIC, as the loop's guest has it
 		tb.Fatal(err)
 	}
-	hw := &repeatCPU{fakeCPU: newFake(), left: n, s: s}
-	v := New(0, Config{KVM: hw, LAPIC: lapic, Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
-		Done: r.done, Boot: &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}})
-	return v, r
+	return lapic
 }
 
 func inb(port uint16) step {

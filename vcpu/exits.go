@@ -70,7 +70,7 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 // (exitQuiet, for quietEntry): any port; MMIO outside the vCPU's own
 // ranges (its xAPIC page); an IPI's send.
 func (v *VCPU) handleBusExit(reason uint32) error {
-	v.sendExit = false
+	v.sendExit, v.tprWrite = false, false
 	switch reason {
 	case kvm.ExitIO:
 		if err := v.handleIO(); err != nil {
@@ -87,10 +87,30 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 		if err := v.handleMSR(reason == kvm.ExitX86WRMSR); err != nil {
 			return err
 		}
-		v.exitQuiet = v.sendExit
+		v.exitQuiet = v.sendExit || v.quietTPR()
 	}
 	return nil
 }
+
+// quietTPR says whether the MSR exit just served was an x2APIC TPR write
+// the LAPIC took (no #GP), and then gives kvm_run's CR8 its new class
+// itself, as a full entry would from the LAPIC. With nothing requested
+// (quietEntry's precondition: IRR empty), a new TPR moves PPR but makes
+// nothing deliverable, so the entry needs no look: a guest that raises
+// and lowers TPR around its critical sections (what CPUs shadow TPR for)
+// then pays one lock round trip per write, the handler's, where it paid
+// two.
+func (v *VCPU) quietTPR() bool {
+	if !v.tprWrite || v.exceptionQueued {
+		return false
+	}
+	v.cr8 = v.acc.Value >> 4 & 0xF
+	v.kvm.RunData().CR8 = v.cr8
+	return true
+}
+
+// tprWriteCause is the exit cause of an x2APIC TPR write (quietTPR).
+var tprWriteCause = exitcause.APIC(true, true, uint16(vlapic.RegTPR))
 
 // hostIsAMD: the host processor is AMD's (CPUID vendor "AuthenticAMD").
 var hostIsAMD = func() bool {
@@ -249,6 +269,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 	// delivery to itself, the LVT error of an illegal vector
 	// (quietEntry).
 	v.sendExit = ok && c.Class().IPISend()
+	v.tprWrite = ok && c == tprWriteCause
 	return &v.acc
 }
 

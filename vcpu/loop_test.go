@@ -2,6 +2,7 @@ package vcpu
 
 import (
 	"encoding/binary"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -627,4 +628,40 @@ func TestQuietEntrySeesEveryDelivery(t *testing.T) {
 	// 0x50 at the entry after port 0x90's exit; 0x61 after the kick.
 	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, 0x50), e(false, -1), e(false, -1), e(false, 0x61), e(false, -1))
 	wantInjected(t, f, 0x50, 0x61)
+}
+
+// TestQuietTPRWrite: an x2APIC TPR write with nothing requested takes no
+// look at its entry, and that entry still loads the new TPR class into
+// kvm_run's CR8 and keeps the TPR's low nibble; with a vector requested
+// (held back by the TPR), the write that lowers the TPR is followed by a
+// look that injects it; a TPR write the LAPIC refuses (#GP: reserved
+// bits) changes neither.
+func TestQuietTPRWrite(t *testing.T) {
+	r := newRig(t, 1)
+	lapic := registerX2APIC(t, r)
+	var tprSeen []uint64
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 2, Name: "probe", Cause: exitbus.Fixed(exitcause.Other),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			if a.Off == 0 {
+				r.deliver(0, 0x25) // class 2: held back by a TPR of 0x2F
+				return nil
+			}
+			tpr, err := lapic.ReadMSR(vlapic.MSRX2APICFirst + uint32(vlapic.RegTPR))
+			tprSeen = append(tprSeen, tpr)
+			return err
+		})})
+	tpr := func(v uint64) step { return msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegTPR), v) }
+	f := newFake(tpr(0x2F), outb(0x91, 0), tpr(0x100), outb(0x91, 0), outb(0x90, 0), tpr(0x10), outb(0x91, 0), outb(0x80, 0))
+	var cr8 []uint64
+	f.onRun = func() { cr8 = append(cr8, f.run.CR8) }
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), entry{inject: -1, exception: 13}, e(false, -1), e(false, -1), e(false, 0x25), e(false, -1), e(false, -1))
+	wantInjected(t, f, 0x25)
+	if want := []uint64{0, 2, 2, 2, 2, 2, 1, 1, 1}; !slices.Equal(cr8, want) {
+		t.Errorf("kvm_run's CR8 at each entry %v, want %v", cr8, want)
+	}
+	if want := []uint64{0x2F, 0x2F, 0x10}; !slices.Equal(tprSeen, want) {
+		t.Errorf("TPR read back %#x, want %#x (the quiet entries keep its low nibble)", tprSeen, want)
+	}
 }

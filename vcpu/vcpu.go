@@ -132,8 +132,9 @@ type VCPU struct {
 	// served touched none of this vCPU's own LAPIC state. Both belong to
 	// the vCPU's thread.
 	quiet, exitQuiet bool
-	// sendExit: the access just served was an IPI's send (access).
-	sendExit bool
+	// sendExit: the access just served was an IPI's send; tprWrite: an
+	// x2APIC TPR write (access).
+	sendExit, tprWrite bool
 	tid      atomic.Int32
 	pid      int
 	wake     waker
