@@ -88,6 +88,11 @@ type Access struct {
 	// Value is an MSR access's EDX:EAX: the value written, or the one a
 	// read returns (set by the handler).
 	Value uint64
+	// Settled is set by a handler whose access left the exiting vCPU's
+	// own interrupt state with nothing to act on (an EOI that left its
+	// LAPIC with no vector requested: vlapic.Effect.Settled), so that the
+	// vCPU's next entry may skip its look.
+	Settled bool
 	// cause is what the handler of a HandlerCharges range charged (Charge).
 	cause   exitcause.Cause
 	charged bool

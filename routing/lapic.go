@@ -82,7 +82,9 @@ func (l lapicRanges) page(a *exitbus.Access) error {
 // msr serves an access to an x2APIC MSR.
 func (l lapicRanges) msr(a *exitbus.Access) (err error) {
 	if a.Write {
-		_, err = l.apics.LAPIC(a.CPU).WriteMSR(uint32(a.Addr), a.Value)
+		var eff vlapic.Effect
+		eff, err = l.apics.LAPIC(a.CPU).WriteMSR(uint32(a.Addr), a.Value)
+		a.Settled = eff.Settled
 	} else {
 		a.Value, err = l.apics.LAPIC(a.CPU).ReadMSR(uint32(a.Addr))
 	}

@@ -59,7 +59,9 @@ func registerX2APIC(tb testing.TB, r *rig) *vlapic.LAPIC {
 		Cause: exitbus.ByAccess(func(off uint64, write bool) exitcause.Cause { return exitcause.APIC(true, write, uint16(off)) }),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) (err error) {
 			if a.Write {
-				_, err = lapic.WriteMSR(uint32(a.Addr), a.Value)
+				var eff vlapic.Effect
+				eff, err = lapic.WriteMSR(uint32(a.Addr), a.Value)
+				a.Settled = eff.Settled
 			} else {
 				a.Value, err = lapic.ReadMSR(uint32(a.Addr))
 			}

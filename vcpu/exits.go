@@ -87,9 +87,26 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 		if err := v.handleMSR(reason == kvm.ExitX86WRMSR); err != nil {
 			return err
 		}
-		v.exitQuiet = v.sendExit || v.quietTPR()
+		v.exitQuiet = v.sendExit || v.quietTPR() || v.settledEOI()
 	}
 	return nil
+}
+
+// settledEOI says whether the MSR exit just served was an EOI that left
+// the LAPIC settled (exitbus.Access.Settled: nothing requested or
+// latched, the timer stopped) and this loop with nothing standing either
+// (no window asked for, no PV EOI offer, no exception queued): then the
+// state is what a full entry would find quiet (nothingStanding), and it
+// is recorded so, and the entry needs no look unless a Notify comes
+// first. The EOI's own look was under the LAPIC's lock; a delivery after
+// it notifies (quietEntry). An IPI to a halted vCPU so ends with two
+// looks where it had three: the halt's, the injecting entry's.
+func (v *VCPU) settledEOI() bool {
+	if !v.acc.Settled || v.exceptionQueued {
+		return false
+	}
+	v.quiet = v.events == (vlapic.Events{}) && v.windowFor < 0 && !v.pveoi.Pending()
+	return v.quiet
 }
 
 // quietTPR says whether the MSR exit just served was an x2APIC TPR write

@@ -665,3 +665,32 @@ func TestQuietTPRWrite(t *testing.T) {
 		t.Errorf("TPR read back %#x, want %#x (the quiet entries keep its low nibble)", tprSeen, want)
 	}
 }
+
+// TestSettledEOI: an EOI that leaves a vector requested (held back by the
+// one in service) is followed by a look that injects it; one that leaves
+// the LAPIC settled needs none, and a delivery after it (here by the next
+// exit's handler, to the vCPU itself) still reaches the entry after.
+func TestSettledEOI(t *testing.T) {
+	r := newRig(t, 1)
+	registerX2APIC(t, r)
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 3, Name: "raise", Cause: exitbus.Fixed(exitcause.Other),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			switch a.Off {
+			case 0:
+				r.deliver(0, 0x40)
+				r.deliver(0, 0x30) // class 3: held back until 0x40's EOI
+			case 2:
+				r.deliver(0, 0x50)
+			}
+			return nil
+		})})
+	eoi := msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegEOI), 0)
+	f := newFake(outb(0x90, 0), eoi, eoi, outb(0x91, 0), outb(0x92, 0), eoi, outb(0x80, 0))
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(false, 0x40), e(false, 0x30), e(false, -1), e(false, -1), e(false, 0x50), e(false, -1), e(false, -1))
+	wantInjected(t, f, 0x40, 0x30, 0x50)
+	if n := r.exits(0, exitcause.APIC(true, true, uint16(vlapic.RegEOI))); n != 3 {
+		t.Errorf("%d EOI exits counted, want 3", n)
+	}
+}

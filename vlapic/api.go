@@ -201,6 +201,11 @@ type Effect struct {
 	IPI      bool
 	Msg      Message
 	Targets  int
+	// Settled: the write was an EOI that left the LAPIC with nothing for
+	// its CPU to act on (no vector requested, AVIC page folded; no event
+	// latched; the timer stopped): the vCPU's next entry needs no look
+	// unless it is notified before (vcpu's quietEntry).
+	Settled bool
 }
 
 // Register names an APIC register by its xAPIC offset >> 4 (the x2APIC MSR

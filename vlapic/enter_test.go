@@ -58,3 +58,45 @@ func TestSMIAccepted(t *testing.T) {
 		t.Fatalf("SMI taken twice: %+v", e)
 	}
 }
+
+// TestEOISettled: an x2APIC EOI says it left the LAPIC settled only when
+// nothing is requested (a vector held back by the one in service is), no
+// event is latched and the timer is stopped; no other write says so.
+func TestEOISettled(t *testing.T) {
+	b := newBus(t, 1, true)
+	a := b.LAPIC(0)
+	fixed := func(v uint8) { b.Deliver(Message{Delivery: Fixed, Vector: v, Dest: 0, Source: -1}) }
+	ack := func(want uint8) {
+		t.Helper()
+		if v, ok := a.Acknowledge(); !ok || v != want {
+			t.Fatalf("acknowledged %#x %v, want %#x", v, ok, want)
+		}
+	}
+	fixed(0x40)
+	fixed(0x30)
+	ack(0x40)
+	if wr(t, a, RegEOI, 0).Settled {
+		t.Error("an EOI with 0x30 still requested said settled")
+	}
+	ack(0x30)
+	if !wr(t, a, RegEOI, 0).Settled {
+		t.Error("an EOI that left nothing said not settled")
+	}
+	if wr(t, a, RegTPR, 0x10).Settled {
+		t.Error("a TPR write said settled")
+	}
+	fixed(0x41)
+	ack(0x41)
+	b.Deliver(Message{Delivery: NMI, Dest: 0, Source: -1})
+	if wr(t, a, RegEOI, 0).Settled {
+		t.Error("an EOI with an NMI latched said settled")
+	}
+	a.TakePending()
+	wr(t, a, RegLVTTimer, 0x31)
+	wr(t, a, RegTimerICR, 1_000_000)
+	fixed(0x42)
+	ack(0x42)
+	if wr(t, a, RegEOI, 0).Settled {
+		t.Error("an EOI with the timer armed said settled")
+	}
+}

@@ -78,7 +78,17 @@ func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
 			return eff, ErrGP
 		}
 		a.writeLocked(r, uint32(v), true, &p)
+		eff.Settled = r == RegEOI && a.settledLocked()
 	}
 	a.mu.Unlock()
 	return a.finish(&p, eff), nil
+}
+
+// settledLocked says whether the LAPIC has nothing for its CPU to act on:
+// no vector requested (the AVIC page folded first), no event latched, the
+// timer stopped (Effect.Settled).
+func (a *LAPIC) settledLocked() bool {
+	a.foldLocked()
+	_, requested := a.irr.highest()
+	return !requested && a.ev == (Events{}) && !a.t.armed
 }
