@@ -9,8 +9,7 @@
 #    busybox) with -test.run RUN and -test.skip SKIP, its events as JSON (test2json) under the
 #    package name "github.com/govmm/govmm/tests (nested VT-x)";
 # 3. cmd/govmm's test binary (CMDBIN, static too) with -test.run CMDRUN,
-#    under "github.com/govmm/govmm/cmd/govmm (nested VT-x)", kvm_intel
-#    with PAUSE-loop exiting off;
+#    under "github.com/govmm/govmm/cmd/govmm (nested VT-x)";
 # 4. govmm's kernel to the u-root shell and irqstat in each of MODES.
 # Exit status: 0 when every step passed.
 govmm=$1 testbin=$2 t2j=$3 run=$4 skip=$5 modes=$6 cmdbin=${7:-} cmdrun=${8:-}
@@ -35,16 +34,9 @@ if [ -n "$run" ]; then
 		-test.v=test2json -test.count=1 -test.timeout=50m -test.run "$run" ${skip:+-test.skip "$skip"}) || no "tests"
 fi
 if [ -n "$cmdrun" ]; then
-	# With VMX's PAUSE-loop exiting (which Bochs has) a guest's spin-wait
-	# with PAUSE exits to KVM now and then, and KVM's statistics count
-	# that exit like any other: the KVM-LAPIC round trips' exact counts
-	# hold with it off (ple_gap=0), as in the nested AMD-V host, whose
-	# QEMU has no pause filter.
-	rmmod kvm_intel && insmod /lib/modules/kvm-intel.ko ple_gap=0 || no "cannot reload kvm_intel with ple_gap=0"
-	echo "== vtx: go test ./cmd/govmm/ -run '$cmdrun' (ple_gap=$(cat /sys/module/kvm_intel/parameters/ple_gap))"
+	echo "== vtx: go test ./cmd/govmm/ -run '$cmdrun'"
 	mkdir -p cmd/govmm && (cd cmd/govmm && "$t2j" -p "github.com/govmm/govmm/cmd/govmm (nested VT-x)" -t "$cmdbin" \
 		-test.v=test2json -test.count=1 -test.timeout=20m -test.run "$cmdrun") || no "cmd/govmm tests"
-	rmmod kvm_intel && insmod /lib/modules/kvm-intel.ko || no "cannot reload kvm_intel"
 fi
 
 for m in $modes; do

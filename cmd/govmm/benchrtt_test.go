@@ -207,6 +207,14 @@ func TestBenchRTTOnKVMLAPIC(t *testing.T) {
 	}
 	useKVM("/dev/kvm") // the host probe of /dev/kvm, whatever an earlier test pointed it at
 	exact := !vmm.HostEmulates()
+	// With VMX's PAUSE-loop exiting (kvm_intel's ple_gap, which the
+	// nested VT-x host's Bochs implements) a spin-wait with PAUSE (the
+	// sender's for its acknowledgement, a spinning receiver's) exits to
+	// KVM now and then, and KVM's statistics count those exits as any
+	// other: there KVM's counts are checked as at least the IPIs' own.
+	// (Turning PLE off there left a spinning L2 vCPU holding Bochs's one
+	// L1 CPU for minutes.)
+	ple := sysParam("/sys/module/kvm_intel/parameters/ple_gap") > 0
 	for _, r := range recs {
 		get, n := csvCells(t, r, col)
 		name := get("mode") + "/" + get("receiver")
@@ -225,7 +233,10 @@ func TestBenchRTTOnKVMLAPIC(t *testing.T) {
 		// a nested page's first touch or a PAUSE loop's, which they do not
 		// tell apart (the CI of stop 47 saw one such in a section). At most
 		// slack of those per section; govmm's own counts are exact.
-		const slack = 2
+		slack := uint64(2)
+		if ple {
+			slack = math.MaxUint32
+		}
 		if got := n("sender_exits"); got < 20*perICR || got > 20*perICR+slack {
 			t.Errorf("%s: KVM counted %d sender exits, want %d (its ICR writes) and at most %d others", name, got, 20*perICR, slack)
 		}
@@ -236,4 +247,14 @@ func TestBenchRTTOnKVMLAPIC(t *testing.T) {
 				name, got, causes["hlt"], n("guest_hlts"), n("guest_eois"), causes["irq_window"], slack, causes)
 		}
 	}
+}
+
+// sysParam is a module parameter's number, 0 if absent or not a number.
+func sysParam(path string) uint64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return v
 }
