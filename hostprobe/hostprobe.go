@@ -247,7 +247,8 @@ func newProbeVM(sys *kvm.System, claimed []Claimed) (*probeVM, error) {
 		return fail(err)
 	}
 	// No signal may end a probe's KVM_RUN (Go's preemption SIGURG would,
-	// with EINTR): all are blocked inside it, as on govmm's vCPU threads.
+	// with EINTR): all are blocked inside it (govmm's vCPU threads block
+	// them on the thread itself, vcpu/sigmask.go).
 	if err := p.cpu.SetSignalMask(^uint64(0)); err != nil {
 		return fail(err)
 	}

@@ -16,7 +16,8 @@ import (
 // harmless to the runtime) every 100 µs. A signal that reached a vCPU
 // thread inside KVM_RUN would end it with EINTR: an exit the guest did not
 // make, which the guest's check reports. govmm blocks every signal but its
-// kick while in the guest (KVM_SET_SIGNAL_MASK), so the counts stay exact.
+// kick and the faults on each vCPU thread (vcpu/sigmask.go), so the counts
+// stay exact.
 func TestHostSignalsCostNoExit(t *testing.T) {
 	needKVM(t)
 	stop := make(chan struct{})
