@@ -44,8 +44,8 @@ func loopSignalMask() unix.Sigset_t {
 
 // setThreadSignalMask sets the calling thread's mask to loopSignalMask and
 // returns what restores the one it had (a thread that goes back to Go's
-// pool must take Go's own mask with it). Replaced in tests.
-var setThreadSignalMask = func() (restore func(), err error) {
+// pool must take Go's own mask with it).
+func setThreadSignalMask() (restore func(), err error) {
 	set := loopSignalMask()
 	var old unix.Sigset_t
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &set, &old); err != nil {
