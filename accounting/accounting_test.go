@@ -175,8 +175,8 @@ func TestCounterTables(t *testing.T) {
 			series[s] = true
 		}
 	}
-	if len(CPUCounterTable) != 20 || len(PlatformCounterTable) != 7 {
-		t.Errorf("%d vCPU and %d platform counters, want 20 and 7", len(CPUCounterTable), len(PlatformCounterTable))
+	if len(CPUCounterTable) != 21 || len(PlatformCounterTable) != 7 {
+		t.Errorf("%d vCPU and %d platform counters, want 21 and 7", len(CPUCounterTable), len(PlatformCounterTable))
 	}
 
 	// Distinct values in every counter: the snapshot, the difference, the

@@ -48,6 +48,10 @@ type CPUCounters[T any] struct {
 	KicksSent T `json:"kicks_sent" metric:"govmm_kicks_total" help:"Kicks (signal + immediate_exit) aimed at the vCPU." column:"kicked"`
 	// KicksFailed: the target may run blind until its next exit.
 	KicksFailed T `json:"kicks_failed,omitempty" metric:"govmm_kicks_failed_total" help:"Kick signals tgkill could not send."`
+	// HostSignals: KVM_RUN ended with EINTR by a host signal (Go's
+	// preemption SIGURG, which the raw KVM_RUN lets through) with nothing
+	// for the guest: no exit of the guest's.
+	HostSignals T `json:"host_signals,omitempty" metric:"govmm_host_signal_runs_total" help:"KVM_RUNs a host signal other than the kick ended with nothing for the guest (no exit of the guest's)." listed:"ended_by_host_signal"`
 	Wakeups     T `json:"wakeups" metric:"govmm_wakeups_total" help:"Times the vCPU left HLT or wait-for-SIPI." column:"woken"`
 	PVEOIs      T `json:"pv_eois,omitempty" metric:"govmm_pv_eois_total" help:"EOIs the guest did through KVM's PV EOI (no exit)." listed:"pv_eois"`
 	// Withdrawn: injections taken back at the SYSCALL doorbell (KVM would
@@ -157,6 +161,10 @@ func (v *VCPU) KickFailed() { v.KicksFailed.Add(1) }
 
 // NMIInjected counts an NMI injected into the vCPU.
 func (v *VCPU) NMIInjected() { v.NMIs.Add(1) }
+
+// HostSignal counts a KVM_RUN a host signal ended with nothing for the
+// guest.
+func (v *VCPU) HostSignal() { v.HostSignals.Add(1) }
 
 // SMI counts an SMI injected (taken) or dropped for want of SMM.
 func (v *VCPU) SMI(taken bool) {

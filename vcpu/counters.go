@@ -32,6 +32,10 @@ type Counters interface {
 	// could not be sent.
 	KickSent()
 	KickFailed()
+	// HostSignal counts a KVM_RUN that a host signal (Go's preemption
+	// SIGURG, let through with RawRun) ended with nothing for the guest:
+	// no exit of the guest's.
+	HostSignal()
 	// NMIInjected counts an NMI KVM took (KVM_NMI).
 	NMIInjected()
 	// SMI counts an SMI the LAPIC accepted: taken by KVM (KVM_SMI), or
@@ -49,5 +53,6 @@ func (NopCounters) HaltPollEnded(uint64) {}
 func (NopCounters) HaltPollHit()         {}
 func (NopCounters) KickSent()            {}
 func (NopCounters) KickFailed()          {}
+func (NopCounters) HostSignal()          {}
 func (NopCounters) NMIInjected()         {}
 func (NopCounters) SMI(bool)             {}

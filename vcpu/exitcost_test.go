@@ -3,7 +3,6 @@ package vcpu
 import (
 	"testing"
 
-	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/vlapic"
@@ -39,35 +38,23 @@ func (r *repeatCPU) Run() error {
 	return nil
 }
 
-// exitLoop is one vCPU that takes exit s n times, with the x2APIC MSRs on
-// its bus as the VMM registers them (routing/lapic.go).
+// exitLoop is one vCPU that takes exit s n times, its LAPIC in x2APIC
+// mode.
 func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 	r := newRig(tb, 1)
-	lapic := registerX2APIC(tb, r)
+	lapic := x2apicMode(tb, r)
 	hw := &repeatCPU{fakeCPU: newFake(), left: n, s: s}
 	v := New(0, Config{KVM: hw, LAPIC: lapic, Counters: &r.acct.CPUs[0], Bus: &r.bus, Clock: r.clock,
 		Done: r.done, Boot: &EntryState{Regs: kvm.Regs{RIP: 0x1000, RFLAGS: 2}}})
 	return v, r
 }
 
-// registerX2APIC puts vCPU 0's x2APIC MSRs on the rig's bus as the VMM
-// registers them (routing/lapic.go) and turns its LAPIC to x2APIC mode.
-func registerX2APIC(tb testing.TB, r *rig) *vlapic.LAPIC {
+// x2apicMode puts vCPU 0's LAPIC in x2APIC mode, as the loop's guest has
+// it. Its x2APIC MSRs need no range on the rig's bus: the vCPU serves them
+// on its own LAPIC (exits.go, x2apic), as the VMM's does.
+func x2apicMode(tb testing.TB, r *rig) *vlapic.LAPIC {
 	lapic := r.apics.LAPIC(0)
-	r.register(exitbus.Range{Space: exitbus.MSR, Base: vlapic.MSRX2APICFirst, Len: vlapic.MSRX2APICLast - vlapic.MSRX2APICFirst + 1,
-		Name: "x2APIC", PerCPU: true,
-		Cause: exitbus.ByAccess(func(off uint64, write bool) exitcause.Cause { return exitcause.APIC(true, write, uint16(off)) }),
-		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) (err error) {
-			if a.Write {
-				var eff vlapic.Effect
-				eff, err = lapic.WriteMSR(uint32(a.Addr), a.Value)
-				a.Settled = eff.Settled
-			} else {
-				a.Value, err = lapic.ReadMSR(uint32(a.Addr))
-			}
-			return err
-		})})
-	if err := lapic.SetBase(0xFEE00000 | 1<<11 | 1<<10 | 1<<8); err != nil { // x2APIC, as the loop's guest has it
+	if err := lapic.SetBase(0xFEE00000 | 1<<11 | 1<<10 | 1<<8); err != nil {
 		tb.Fatal(err)
 	}
 	return lapic

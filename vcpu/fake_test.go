@@ -43,6 +43,10 @@ type step struct {
 	// waitKick: stay in the guest until immediate_exit is set, then return
 	// EINTR (the kick signal ended KVM_RUN).
 	waitKick bool
+	// signal: a host signal that is no kick (Go's preemption SIGURG, let
+	// through with RawRun) ends KVM_RUN with EINTR, the guest having made
+	// no exit.
+	signal bool
 	// hold: a vector queued with KVM_INTERRUPT is not taken in this step.
 	hold bool
 	// The exit's payload.
@@ -96,6 +100,7 @@ type fakeCPU struct {
 	sregsGets int // KVM_GET_SREGS calls
 	msrs      map[uint32]uint64
 	sigmask   uint64
+	rawRuns   int // KVM_RUNs entered through RunRaw
 
 	// onRun, when set, is called at every KVM_RUN (before it returns).
 	onRun func()
@@ -114,6 +119,11 @@ func newFake(script ...step) *fakeCPU {
 var _ Hardware = (*fakeCPU)(nil)
 
 func (f *fakeCPU) RunData() *kvm.Run { return &f.run }
+
+func (f *fakeCPU) RunRaw() error {
+	f.rawRuns++
+	return f.Run()
+}
 
 func (f *fakeCPU) Run() error {
 	var mask unix.Sigset_t // the thread's, as KVM_RUN would run with it
@@ -184,6 +194,9 @@ func (f *fakeCPU) Run() error {
 		}
 		return unix.EINTR
 	}
+	if s.signal {
+		return unix.EINTR
+	}
 	f.run.ExitReason = s.reason
 	return nil
 }
@@ -209,7 +222,6 @@ func (f *fakeCPU) SetImmediateExit(on bool) {
 		}
 	}
 }
-
 
 func (f *fakeCPU) SetRequestInterruptWindow(on bool) { f.run.RequestInterruptWindow = b2u(on) }
 
@@ -386,6 +398,11 @@ type rig struct {
 	noSMM      bool // the VM has no SMM (Config.SMM false)
 	// yieldEvery is every vCPU's Config.YieldEvery (set before start).
 	yieldEvery uint64
+	// rawRun is every vCPU's Config.RawRun (set before start).
+	rawRun bool
+	// muted: the LAPICs' notifications only mark the vCPU notified, as
+	// one that finds it out of the guest does (no kick).
+	muted atomic.Bool
 	// mem is every vCPU's guest memory (set before start; nil: none).
 	mem *memory.Memory
 }
@@ -395,6 +412,10 @@ type sink struct{ r *rig }
 
 func (s sink) Notify(cpu int) {
 	if cs := s.r.cpus; cpu < len(cs) && cs[cpu] != nil {
+		if s.r.muted.Load() {
+			cs[cpu].notified.Store(true)
+			return
+		}
 		cs[cpu].Notify()
 	}
 }
@@ -446,7 +467,7 @@ func (r *rig) build() {
 			counts = nil
 		}
 		r.cpus[i] = New(i, Config{KVM: f, LAPIC: r.apics.LAPIC(i), Counters: counts, Bus: &r.bus,
-			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, Mem: r.mem, SMM: !r.noSMM})
+			Clock: r.clock, PVEOI: r.pveoi[i], Done: r.done, Boot: boot, HaltPoll: r.haltPoll, YieldEvery: r.yieldEvery, RawRun: r.rawRun, Mem: r.mem, SMM: !r.noSMM})
 	}
 }
 

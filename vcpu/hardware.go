@@ -20,7 +20,11 @@ type Hardware interface {
 	exitbus.KVM
 
 	// Run enters the guest once (KVM_RUN); EINTR is returned as is.
+	// RunRaw does the same without Go's entersyscall (kvm.VCPU.RunRaw):
+	// the user-space LAPIC's loop uses it with Config.RawRun; the
+	// in-kernel LAPIC's loop, whose KVM_RUN halts, always uses Run.
 	Run() error
+	RunRaw() error
 	SetImmediateExit(on bool)
 	SetRequestInterruptWindow(on bool)
 	Interrupt(vector uint8) error

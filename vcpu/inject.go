@@ -51,6 +51,9 @@ func (v *VCPU) prepareEntry() error {
 	if v.quietEntry(run) {
 		return nil
 	}
+	if v.stopped() { // after quietEntry took notified: see stopped
+		return errStop
+	}
 	p, e := v.enter()
 	v.countKick(p)
 	v.syncTimerTo(e.TimerAt, e.TimerArmed)
@@ -72,18 +75,9 @@ func (v *VCPU) prepareEntry() error {
 	allowed := interruptAllowed(run, v.exceptionQueued)
 	injected := -1
 	if p.Fixed && allowed {
-		if ack := v.lapic.AcknowledgePV(); ack.OK {
-			// The vector is in service now: failing to inject it
-			// would lose it, so that is fatal, never silent.
-			if err := v.kvm.Interrupt(ack.Vector); err != nil {
-				return fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
-			}
-			injected = int(ack.Vector)
-			v.obs.Injected(v.id, ack.Vector)
-			v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
-			if ack.PVEOI {
-				v.pveoi.Offer()
-			}
+		var err error
+		if injected, err = v.injectFixed(run); err != nil {
+			return err
 		}
 	}
 	// A vector that arrives from here on notifies this vCPU, whose kick
@@ -104,6 +98,27 @@ func (v *VCPU) prepareEntry() error {
 	run.CR8 = v.cr8
 	v.quiet = injected < 0 && v.nothingStanding(p, e)
 	return nil
+}
+
+// injectFixed acknowledges the LAPIC's highest deliverable vector and
+// queues it with KVM_INTERRUPT; it returns the vector, or -1 if the LAPIC
+// had none to acknowledge after all.
+func (v *VCPU) injectFixed(run *kvm.Run) (int, error) {
+	ack := v.lapic.AcknowledgePV()
+	if !ack.OK {
+		return -1, nil
+	}
+	// The vector is in service now: failing to inject it would lose it,
+	// so that is fatal, never silent.
+	if err := v.kvm.Interrupt(ack.Vector); err != nil {
+		return -1, fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
+	}
+	v.obs.Injected(v.id, ack.Vector)
+	v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
+	if ack.PVEOI {
+		v.pveoi.Offer()
+	}
+	return int(ack.Vector), nil
 }
 
 // nothingStanding says whether an entry that injected nothing leaves

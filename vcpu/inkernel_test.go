@@ -87,7 +87,7 @@ func TestInKernelStop(t *testing.T) {
 	go func() { ret <- v.Run() }()
 	<-f.inGuest
 	close(done)
-	v.Notify()
+	v.Stop() // as vmm ends a VM
 	if err := <-ret; err != nil {
 		t.Fatalf("loop ended with %v, want nil at the VM's end", err)
 	}

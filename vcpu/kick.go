@@ -54,6 +54,7 @@ func (v *VCPU) Notify() {
 	switch State(v.state.Load()) {
 	case StateGuest:
 		if v.kickPending.CompareAndSwap(false, true) {
+			v.kicksSent.Add(1)
 			v.kvm.SetImmediateExit(true)
 			if tid := v.tid.Load(); tid != 0 {
 				v.kick(int(tid))
@@ -113,15 +114,50 @@ func (v *VCPU) wakeUp() { v.wake.wake() }
 // the kick protocol can cost at most one such spurious exit. The look
 // completes a PV EOI the guest has done first: until then its vector still
 // holds PPR up and would hide the new one.
+//
+// With RawRun, Go's preemption signal may also end KVM_RUN (signalled).
+// If the look after it finds work, the signal only came first: the work
+// was posted while the guest ran (its sender saw StateGuest and kicked,
+// or kicks as this look runs) or while the loop was out for the signal,
+// and either way a guest with no signal would have taken it through one
+// kick exit. So it is counted as that kick, and the exit counts are those
+// of a host without Go's signal (TestIPIExitCounts' spinning receivers
+// take one kick exit per interrupt). A late kick's immediate_exit then
+// costs one spurious exit at most, as a kick racing any exit does. If
+// the look finds nothing, the signal was no exit of the guest's: counted
+// apart (HostSignal), never as one.
 func (v *VCPU) countKick(p vlapic.Pending) {
-	if !v.kicked {
+	if !v.kicked && !v.signalled {
 		return
 	}
-	v.kicked = false
-	if p.Work() || v.stopped() {
+	kicked := v.kicked
+	v.kicked, v.signalled = false, false
+	switch {
+	case p.Work() || v.stopped():
 		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
 		v.counts.Exit(exitcause.Kick)
+	case kicked:
+		v.counts.Exit(exitcause.KickSpurious)
+	default:
+		v.counts.HostSignal()
+	}
+}
+
+// endedBy records why a KVM_RUN ended without an exit (EINTR), for the
+// next entry's look (countKick). Without RawRun only the kick can end it
+// (every other signal is blocked on the thread: sigmask.go). With it, Go's
+// SIGURG can too: a kick was sent since the last such return, or it was
+// the host's signal. A kick ends KVM_RUN by immediate_exit or by its
+// signal; where both land, in two KVM_RUNs, the second is taken for the
+// host's (no kick sent since the first).
+func (v *VCPU) endedBy() {
+	if !v.rawRun {
+		v.kicked = true
 		return
 	}
-	v.counts.Exit(exitcause.KickSpurious)
+	if k := v.kicksSent.Load(); k != v.kicksTaken {
+		v.kicksTaken, v.kicked = k, true
+		return
+	}
+	v.signalled = true
 }

@@ -76,7 +76,7 @@ func TestInjectOrWindow(t *testing.T) {
 	if n := r.acct.CPUs[0].InjectedVec[0x40].Load(); n != 1 {
 		t.Errorf("vector 0x40 injected %d times", n)
 	}
-	if f.regs.RIP != 0x1000 || f.sigmask != loopSignalMask().Val[0] || f.sigmask&(1<<(unix.SIGURG-1)) == 0 || f.sigmask&(1<<(kickSignal-1)) != 0 {
+	if f.regs.RIP != 0x1000 || f.sigmask != loopSignalMask(false).Val[0] || f.sigmask&(1<<(unix.SIGURG-1)) == 0 || f.sigmask&(1<<(kickSignal-1)) != 0 {
 		t.Errorf("boot state RIP %#x, signal mask %#x", f.regs.RIP, f.sigmask)
 	}
 }
@@ -207,6 +207,72 @@ func TestKick(t *testing.T) {
 	r.counters(0, 1, 0, 2)
 	if f.immediate.Load() {
 		t.Error("immediate_exit left set")
+	}
+}
+
+// With RawRun, a host signal that is no kick (Go's preemption SIGURG,
+// which the raw KVM_RUN lets through) and finds nothing is no exit of the
+// guest's: counted apart, not as a kick or a spurious one, and the loop
+// enters again with nothing lost. A vector a kick brings afterwards
+// still costs exactly one kick exit. Every KVM_RUN is raw, with SIGURG
+// unblocked on the thread and the host's other signals blocked.
+func TestHostSignalIsNoExit(t *testing.T) {
+	r := newRig(t, 1)
+	r.rawRun = true
+	inGuest := step{waitKick: true, ready: true, ifFlag: true}
+	signal := step{signal: true, ready: true, ifFlag: true}
+	f := newFake(signal, signal, inGuest, outb(0x80, 0))
+	r.fakes[0] = f
+	wait := r.start()
+	<-f.inGuest
+	r.deliver(0, 0x45)
+	wait()
+	wantEntries(t, f, e(false, -1), e(false, -1), e(false, -1), e(false, 0x45), e(false, -1))
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Kick: 1, exitcause.PIOOther: 1})
+	r.counters(0, 1, 0, 1)
+	if n := r.acct.CPUs[0].HostSignals.Load(); n != 2 {
+		t.Errorf("%d KVM_RUNs ended by a host signal, want 2", n)
+	}
+	urg, int_ := uint64(1)<<(unix.SIGURG-1), uint64(1)<<(unix.SIGINT-1)
+	if f.rawRuns != len(f.entries) || f.sigmask&urg != 0 || f.sigmask&int_ == 0 {
+		t.Errorf("%d of %d KVM_RUNs raw, signal mask %#x; want all, SIGURG let through, SIGINT blocked", f.rawRuns, len(f.entries), f.sigmask)
+	}
+}
+
+// With RawRun, a host signal that ends KVM_RUN just before a vector's
+// sender looks (it finds the vCPU out of the guest and sends no kick) is
+// the vector's exit: the entry after it finds the vector and injects it,
+// and the exit is counted as the kick a host without the signal would
+// have needed, not as a host signal (TestIPIExitCounts' spinning
+// receivers: one kick exit per interrupt taken while running).
+func TestHostSignalBeforeKick(t *testing.T) {
+	r := newRig(t, 1)
+	r.rawRun = true
+	post := step{signal: true, ready: true, ifFlag: true}.with(func(*fakeCPU) {
+		r.muted.Store(true)
+		r.deliver(0, 0x45)
+		r.muted.Store(false)
+	})
+	f := newFake(post, outb(0x80, 0))
+	r.fakes[0] = f
+	r.runOne()
+	wantEntries(t, f, e(false, -1), e(false, 0x45), e(false, -1))
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.Kick: 1, exitcause.PIOOther: 1})
+	if n := r.acct.CPUs[0].HostSignals.Load(); n != 0 {
+		t.Errorf("%d KVM_RUNs counted as ended by a host signal, want 0 (it was the vector's exit)", n)
+	}
+}
+
+// Without RawRun every EINTR is a kick's (the host's signals are blocked
+// on the thread): one with nothing to deliver is a spurious kick exit.
+func TestSignalWithoutRawRunIsKick(t *testing.T) {
+	r := newRig(t, 1)
+	f := newFake(step{signal: true, ready: true, ifFlag: true}, outb(0x80, 0))
+	r.fakes[0] = f
+	r.runOne()
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.KickSpurious: 1, exitcause.PIOOther: 1})
+	if f.rawRuns != 0 || r.acct.CPUs[0].HostSignals.Load() != 0 {
+		t.Errorf("%d raw KVM_RUNs, %d host signals; want none", f.rawRuns, r.acct.CPUs[0].HostSignals.Load())
 	}
 }
 
@@ -638,7 +704,7 @@ func TestQuietEntrySeesEveryDelivery(t *testing.T) {
 // bits) changes neither.
 func TestQuietTPRWrite(t *testing.T) {
 	r := newRig(t, 1)
-	lapic := registerX2APIC(t, r)
+	lapic := x2apicMode(t, r)
 	var tprSeen []uint64
 	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 2, Name: "probe", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
@@ -672,7 +738,7 @@ func TestQuietTPRWrite(t *testing.T) {
 // exit's handler, to the vCPU itself) still reaches the entry after.
 func TestSettledEOI(t *testing.T) {
 	r := newRig(t, 1)
-	registerX2APIC(t, r)
+	x2apicMode(t, r)
 	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 3, Name: "raise", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
 			switch a.Off {

@@ -37,14 +37,14 @@ func (v *VCPU) Run() error {
 	defer v.state.Store(uint32(StateStopped))
 	defer v.timer.Stop()
 	defer func() { // a kick the VM's end brought, before any entry counted it
-		if v.kicked && v.lapic != nil {
+		if (v.kicked || v.signalled) && v.lapic != nil {
 			v.countKick(v.look())
 		}
 	}()
 
 	// Only the kick may interrupt KVM_RUN (sigmask.go). Restored before
 	// the thread is unlocked (deferred after UnlockOSThread above).
-	restoreMask, err := setThreadSignalMask()
+	restoreMask, err := setThreadSignalMask(v.rawRun)
 	if err != nil {
 		return &Error{v.id, fmt.Errorf("blocking host signals on the vCPU thread: %w", err)}
 	}
@@ -79,10 +79,12 @@ func (v *VCPU) Run() error {
 		if v.stopped() {
 			return nil
 		}
-		if err := v.maybePark(LoopRunning, false); errors.Is(err, errStop) {
-			return nil
-		} else if err != nil {
-			return &Error{v.id, err}
+		if v.parkReq.Load() != nil { // maybePark's test, inlined: every exit asks
+			if err := v.maybePark(LoopRunning, false); errors.Is(err, errStop) {
+				return nil
+			} else if err != nil {
+				return &Error{v.id, err}
+			}
 		}
 		v.yieldIfDue()
 		v.enterGuestState()
@@ -92,7 +94,7 @@ func (v *VCPU) Run() error {
 			}
 			return &Error{v.id, err}
 		}
-		err := v.kvm.Run()
+		err := v.run()
 		v.state.Store(uint32(StateVMM))
 		v.afterRun(err)
 		v.syncCR8(run)
@@ -100,7 +102,7 @@ func (v *VCPU) Run() error {
 		if err != nil {
 			if endedWithoutExit(err) {
 				v.log.add(evKick, 0, run.Sync.Regs.RIP)
-				v.kicked = true // counted by the next entry's look (countKick)
+				v.endedBy() // counted by the next entry's look (countKick)
 				continue
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
@@ -114,6 +116,16 @@ func (v *VCPU) Run() error {
 	}
 }
 
+// run is one KVM_RUN: with RawRun, without entersyscall
+// (kvm.VCPU.RunRaw: every HLT exits to this loop, so KVM_RUN never sleeps
+// in the kernel, and Go's preemption signal may end it: sigmask.go).
+func (v *VCPU) run() error {
+	if v.rawRun {
+		return v.kvm.RunRaw()
+	}
+	return v.kvm.Run()
+}
+
 // endedWithoutExit says whether KVM_RUN's error is no exit of the guest's:
 // EINTR, the kick signal or immediate_exit ended it; EAGAIN, KVM asked to
 // be called again. Either way the loop looks at the LAPIC and goes on.
@@ -124,13 +136,23 @@ func endedWithoutExit(err error) bool {
 // errStop ends the loop quietly (the VM is ending).
 var errStop = errors.New("stop")
 
-func (v *VCPU) stopped() bool {
-	select {
-	case <-v.done:
-		return true
-	default:
-		return false
-	}
+//
+// It is one atomic load, where a receive from Done with a default (a
+// select) cost 90 instructions, and the loop asks twice per exit (at its
+// top and after each handler): ended is set before the Notify that
+// follows the VM's end (Stop, or the watcher New starts on Done), and
+// the entry after a Notify looks at it (prepareEntry), so a vCPU about to
+// enter sees the end there or is kicked out of the guest.
+func (v *VCPU) stopped() bool { return v.ended.Load() }
+
+// Stop tells the vCPU the VM has ended (Done is closed) and kicks or
+// wakes it: its loop returns at its next look. vmm calls it on every
+// vCPU as it ends the VM; the watcher New starts on Done does the same
+// for a VM that only closes Done.
+func (v *VCPU) Stop() {
+	v.ended.Store(true)
+	v.Notify()
+	v.wakeUp()
 }
 
 // syncCR8 takes a TPR the guest changed with MOV CR8 into the LAPIC.

@@ -31,7 +31,16 @@ import (
 // kills a process whose thread faults with its fault's signal blocked
 // (force_sig_info_to_task), where Go would have turned a nil dereference
 // into a panic with a trace.
-func loopSignalMask() unix.Sigset_t {
+//
+// With RawRun (kvm.VCPU.RunRaw) Go's preemption signal SIGURG is let
+// through as well: the goroutine then counts as running inside KVM_RUN,
+// and a stop-the-world (a garbage collection's, a stack scan's) waits
+// until the signal ends KVM_RUN and the loop reaches its next function
+// call. A KVM_RUN it ends is counted apart (countKick), and such signals
+// are few: sysmon sends one to a goroutine that has run 10 ms on one
+// scheduling tick, which the loop's yield (every 8 ms of exits) leaves to
+// a guest that runs 10 ms without an exit, and each collection sends one.
+func loopSignalMask(raw bool) unix.Sigset_t {
 	var s unix.Sigset_t
 	s.Val[0] = ^uint64(0)
 	// SIGKILL and SIGSTOP cannot be blocked: left out, the mask is the one
@@ -39,14 +48,17 @@ func loopSignalMask() unix.Sigset_t {
 	for _, sig := range []unix.Signal{kickSignal, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP, unix.SIGSYS, unix.SIGKILL, unix.SIGSTOP} {
 		s.Val[0] &^= 1 << (sig - 1)
 	}
+	if raw {
+		s.Val[0] &^= 1 << (unix.SIGURG - 1)
+	}
 	return s
 }
 
 // setThreadSignalMask sets the calling thread's mask to loopSignalMask and
 // returns what restores the one it had (a thread that goes back to Go's
 // pool must take Go's own mask with it).
-func setThreadSignalMask() (restore func(), err error) {
-	set := loopSignalMask()
+func setThreadSignalMask(raw bool) (restore func(), err error) {
+	set := loopSignalMask(raw)
 	var old unix.Sigset_t
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &set, &old); err != nil {
 		return nil, err

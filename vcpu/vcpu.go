@@ -82,6 +82,14 @@ type Config struct {
 	// blocking before it yields to Go's scheduler (yield.go); 0 never
 	// yields.
 	YieldEvery uint64
+	// RawRun enters the guest without Go's entersyscall
+	// (kvm.VCPU.RunRaw), with Go's preemption signal let through on the
+	// vCPU's thread (sigmask.go): cheaper at every exit, but a
+	// stop-the-world then waits for each vCPU thread to be scheduled and
+	// take that signal, and a KVM_RUN the signal ends is a host signal,
+	// counted apart (HostSignal), never as an exit of the guest's (kick.go).
+	// Unused with the LAPIC in KVM.
+	RawRun bool
 	// Pin pins the vCPU's thread to host CPU HostCPU (--cpu-affinity):
 	// the thread never moves, so KVM never reloads the vCPU's state on
 	// another CPU (kvm_arch_vcpu_load); unset, the kernel places it.
@@ -118,12 +126,23 @@ type VCPU struct {
 	hostCPU   int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
 	yieldEvery, lastYield uint64
-	done                  <-chan struct{}
-	boot                  *EntryState
-	sig                   uint32 // Config.Signature, or 0x600
+	// rawRun is Config.RawRun (and a LAPIC of govmm's).
+	rawRun bool
+	done   <-chan struct{}
+	boot   *EntryState
+	sig    uint32 // Config.Signature, or 0x600
 
 	state       atomic.Uint32
 	kickPending atomic.Bool
+	// ended: the VM has ended (Done closed); set by Stop from any thread
+	// before its Notify, read by the loop (stopped).
+	ended atomic.Bool
+	// kicksSent counts Notify's kicks (written from any thread);
+	// kicksTaken is the count a KVM_RUN's EINTR last took (the vCPU's
+	// thread): with rawRun, an EINTR with no kick sent since the last is
+	// a host signal's (endedBy).
+	kicksSent  atomic.Uint64
+	kicksTaken uint64
 	// notified is set by every Notify, from any thread, before it looks
 	// at state; the entry takes it (quietEntry).
 	notified atomic.Bool
@@ -135,11 +154,11 @@ type VCPU struct {
 	// sendExit: the access just served was an IPI's send; tprWrite: an
 	// x2APIC TPR write (access).
 	sendExit, tprWrite bool
-	tid      atomic.Int32
-	pid      int
-	wake     waker
-	dumpTo   atomic.Pointer[io.Writer]
-	syms     func() *ksyms.Table
+	tid                atomic.Int32
+	pid                int
+	wake               waker
+	dumpTo             atomic.Pointer[io.Writer]
+	syms               func() *ksyms.Table
 
 	// sregsFresh: run.Sync.Sregs holds this exit's segment and control
 	// registers (read by sregs). Cleared by every KVM_RUN.
@@ -152,8 +171,11 @@ type VCPU struct {
 	exceptionQueued bool
 	// kicked: the last KVM_RUN ended for a kick (EINTR, immediate_exit,
 	// KVM_EXIT_INTR); the exit is counted, as a kick or a spurious one,
-	// by the next entry's look at the LAPIC (countKick).
-	kicked bool
+	// by the next entry's look at the LAPIC (countKick). signalled: with
+	// rawRun, it ended for a host signal (Go's SIGURG) with no kick sent;
+	// counted by that look too, as the kick the signal forestalled if the
+	// look finds work, else as no exit at all.
+	kicked, signalled bool
 
 	// completer finishes the instructions the host's emulator gives up
 	// on (package complete); the loop's one entry into it is recover.
@@ -200,6 +222,7 @@ func New(id int, c Config) *VCPU {
 		v.lapic = nil
 	} else {
 		v.obs = c.LAPIC.Observer()
+		v.rawRun = c.RawRun
 	}
 	if v.pveoi == nil {
 		v.pveoi = noPVEOI{}
@@ -221,10 +244,10 @@ func New(id int, c Config) *VCPU {
 	v.timer = time.AfterFunc(time.Hour, v.timerFired)
 	v.timer.Stop()
 	if v.done != nil {
-		// The VM's end wakes a sleeping thread, which then sees it.
+		// The VM's end kicks or wakes the vCPU, which then sees it.
 		go func() {
 			<-v.done
-			v.wakeUp()
+			v.Stop()
 		}()
 	}
 	return v

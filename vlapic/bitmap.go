@@ -18,11 +18,16 @@ func (v *vec256) put(n uint8, b bool) {
 	}
 }
 
-// highest returns the highest set vector.
+// highest returns the highest set vector. An empty bitmap, what ISR and
+// IRR mostly are when PPR is recomputed, is one OR of its words; a set one
+// is searched 64 bits at a time.
 func (v *vec256) highest() (uint8, bool) {
-	for i := 7; i >= 0; i-- {
-		if w := v[i]; w != 0 {
-			return uint8(i*32 + bits.Len32(w) - 1), true
+	if v[0]|v[1]|v[2]|v[3]|v[4]|v[5]|v[6]|v[7] == 0 {
+		return 0, false
+	}
+	for i := 6; i >= 0; i -= 2 {
+		if w := uint64(v[i+1])<<32 | uint64(v[i]); w != 0 {
+			return uint8(i*32 + bits.Len64(w) - 1), true
 		}
 	}
 	return 0, false

@@ -108,7 +108,11 @@ type post struct {
 	msg     Message
 }
 
-func (a *LAPIC) finish(p *post, eff Effect) Effect {
+//
+// eff is the caller's Effect, filled in place (an x2APIC write's exit
+// returns it: copied in and out, its Message cost a TPR write a few dozen
+// instructions).
+func (a *LAPIC) finish(p *post, eff *Effect) {
 	b := a.bus
 	if p.rebuild {
 		b.rebuild()
@@ -127,7 +131,6 @@ func (a *LAPIC) finish(p *post, eff Effect) Effect {
 		eff.Targets = b.Deliver(p.msg)
 		b.obs.Sent(a.cpu, p.msg.Trace, eff.Targets)
 	}
-	return eff
 }
 
 // CPU returns the index of the LAPIC's CPU on its Bus.

@@ -50,5 +50,6 @@ func (a *LAPIC) WriteMMIO(off uint64, data []byte) Effect {
 	}
 	a.writeLocked(r, binary.LittleEndian.Uint32(data), false, &p)
 	a.mu.Unlock()
-	return a.finish(&p, eff)
+	a.finish(&p, &eff)
+	return eff
 }

@@ -81,7 +81,8 @@ func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
 		eff.Settled = r == RegEOI && a.settledLocked()
 	}
 	a.mu.Unlock()
-	return a.finish(&p, eff), nil
+	a.finish(&p, &eff)
+	return eff, nil
 }
 
 // settledLocked says whether the LAPIC has nothing for its CPU to act on:

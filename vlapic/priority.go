@@ -107,7 +107,7 @@ func (a *LAPIC) EOI() {
 	a.mu.Lock()
 	a.eoiLocked(&p, false)
 	a.mu.Unlock()
-	a.finish(&p, Effect{})
+	a.finish(&p, &Effect{})
 }
 
 // eoiLocked ends the highest in-service vector; byWrite: the guest wrote

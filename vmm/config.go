@@ -165,6 +165,10 @@ type Config struct {
 	// len(CPUAffinity)] (--cpu-affinity, as Cloud Hypervisor's --cpus
 	// affinity= and libvirt's vcpupin); empty: the kernel places them.
 	CPUAffinity []int
+	// KVMRun is how the vCPUs with govmm's LAPIC enter the guest
+	// (--kvm-run): auto (the zero value), syscall or raw. KVM's LAPIC's
+	// loop always takes Go's system-call path: its KVM_RUN halts.
+	KVMRun KVMRun
 	// X2APICAtReset hands every CPU over in x2APIC mode whatever their
 	// number, as firmware does above 254 CPUs (x2APICHandoff): Linux then
 	// picks its APIC driver by the MADT instead of by probing, a path a

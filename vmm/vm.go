@@ -429,7 +429,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		cfg := vcpu.Config{KVM: vm.kvcpu[i], Counters: &vm.acct.CPUs[i],
 			Bus: &vm.bus, Clock: vm.clock, HaltClock: vm.stamps, Mem: vm.mem, Done: vm.done, Symbols: syms,
 			HaltPoll: vm.haltPoll, Signature: signature, YieldEvery: vm.clock.tscHz / uint64(time.Second/VCPUYieldEvery),
-			Pin: len(vm.cfg.CPUAffinity) > 0, SMM: vm.smm}
+			RawRun: vm.cfg.KVMRun.raw(n, hostCPUs()),
+			Pin:    len(vm.cfg.CPUAffinity) > 0, SMM: vm.smm}
 		if cfg.Pin {
 			cfg.HostCPU = vm.cfg.CPUAffinity[i%len(vm.cfg.CPUAffinity)]
 		}
@@ -581,7 +582,7 @@ func (vm *VM) stop(how string, status int, err error) {
 		vm.how, vm.status, vm.err = how, status, err
 		close(vm.done)
 		for _, c := range vm.cpus {
-			c.Notify()
+			c.Stop()
 		}
 	})
 }

@@ -48,6 +48,7 @@ type floorBench struct {
 	guestImage  []byte
 	timeout     time.Duration
 	progress    io.Writer
+	kvmRun      vmm.KVMRun // govmm's --kvm-run
 }
 
 func floorVMMPath() string  { return filepath.Join(cacheDir(), "bin", "floorvmm") }
@@ -126,7 +127,12 @@ func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string,
 	kvmPath := fs.String("kvm", "/dev/kvm", "the KVM device, for both VMMs")
 	out := fs.String("out", "govmm-bench-exits", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit per run")
+	kvmRun := addKVMRunFlag(fs)
 	if err := parseNoArgs(fs, args); err != nil {
+		return nil, "", err
+	}
+	run, err := kvmRun()
+	if err != nil {
 		return nil, "", err
 	}
 	if *count < 1 || *reps < 1 {
@@ -136,7 +142,7 @@ func parseBenchExitsFlags(args []string, stderr io.Writer) (*floorBench, string,
 	if err != nil {
 		return nil, "", err
 	}
-	b.reps, b.guest, b.timeout, b.progress = *reps, *guest, *timeout, stderr
+	b.reps, b.guest, b.timeout, b.progress, b.kvmRun = *reps, *guest, *timeout, stderr, run
 	if b.guestImage, err = os.ReadFile(b.guest); err != nil {
 		return nil, "", fmt.Errorf("cannot read the floor guest (run 'make guests'): %w", err)
 	}
@@ -177,7 +183,7 @@ var reFloorGuest = regexp.MustCompile(`# floor kind=(\w+) rep=\d+ count=(\d+) cy
 func (b *floorBench) govmm() (cycles, exits []uint64, err error) {
 	con := &vmm.ConsoleLog{}
 	vm, err := vmm.New(vmm.Config{CPUs: 1, Kernel: b.guestImage, Cmdline: fmt.Sprintf("count=%d reps=1", b.count),
-		Console: con, KVMPath: b.kvmPath})
+		Console: con, KVMPath: b.kvmPath, KVMRun: b.kvmRun})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,7 +55,8 @@ type rttBench struct {
 	ipiBlob           string      // rttloop.bin, the IPI floor's guest; "": no IPI floor
 	affinity          []int       // --cpu-affinity: host CPUs of the vCPU threads, govmm's and the floor's
 	affinityFlag      string
-	qemu              string // QEMU, for the in-kernel LAPIC reference; "": none
+	kvmRun            vmm.KVMRun // --kvm-run, govmm's rows'
+	qemu              string     // QEMU, for the in-kernel LAPIC reference; "": none
 	// govmmLAPIC, kvmLAPIC: --lapic's list: govmm's own rows, and the same
 	// VM's on KVM's in-kernel LAPIC (--lapic=kvm) beside them.
 	govmmLAPIC, kvmLAPIC bool
@@ -186,14 +187,19 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 	out := fs.String("out", "govmm-bench-rtt", "directory for report.md and report.csv")
 	timeout := fs.Duration("timeout", 2*time.Minute, "limit per run")
 	affinity := fs.String("cpu-affinity", "", "pin vCPU i's thread to host CPU LIST[i mod its length], under govmm and the IPI floor alike (e.g. 0,1); empty: the kernel places them")
+	kvmRunFlag := addKVMRunFlag(fs)
 	if err := parseNoArgs(fs, args); err != nil {
+		return nil, "", err
+	}
+	kvmRun, err := kvmRunFlag()
+	if err != nil {
 		return nil, "", err
 	}
 	cpus, err := parseCPUList("--cpu-affinity", *affinity)
 	if err != nil {
 		return nil, "", err
 	}
-	b := &rttBench{affinity: cpus, affinityFlag: *affinity, rounds: *rounds, gap: *gap, reps: *reps, poll: *poll, timeout: *timeout, progress: stderr}
+	b := &rttBench{affinity: cpus, affinityFlag: *affinity, rounds: *rounds, gap: *gap, reps: *reps, poll: *poll, timeout: *timeout, progress: stderr, kvmRun: kvmRun}
 	if b.rounds < 1 || b.reps < 1 || b.gap < 0 || b.poll <= 0 {
 		return nil, "", fmt.Errorf("--rounds and --reps must be at least 1, --gap at least 0 and --halt-poll above 0")
 	}
@@ -204,25 +210,37 @@ func parseBenchRTTFlags(args []string, stderr io.Writer) (*rttBench, string, err
 		return nil, "", fmt.Errorf("cannot read the round-trip guest (run 'make guests'): %w", err)
 	}
 	b.guestPath = *guest
-	if *qemu != "" {
-		if p, err := exec.LookPath(*qemu); err == nil {
-			b.qemu = p
-		} else {
-			fmt.Fprintf(stderr, "bench-rtt: no %s (%v): no in-kernel LAPIC reference ('make bench-rtt' installs qemu-system-x86)\n", *qemu, err)
-		}
-	}
-	if *floorVMM != "" {
-		if b.floor, err = newFloorBench(*floorVMM, *blob, "/dev/kvm", 5000); err != nil {
-			return nil, "", err
-		}
-		if *ipiBlob != "" {
-			if _, err := os.Stat(*ipiBlob); err != nil {
-				return nil, "", fmt.Errorf("cannot find rttloop.bin, the IPI floor's guest (run 'make guests'): %w", err)
-			}
-			b.ipiBlob = *ipiBlob
-		}
+	if err := b.findReferences(*qemu, *floorVMM, *blob, *ipiBlob, stderr); err != nil {
+		return nil, "", err
 	}
 	return b, *out, nil
+}
+
+// findReferences finds what govmm's rows are measured beside: QEMU for
+// KVM's in-kernel LAPIC (none if not found, said on stderr), the C floor
+// VMM and its loops (an error if named and missing).
+func (b *rttBench) findReferences(qemu, floorVMM, blob, ipiBlob string, stderr io.Writer) (err error) {
+	if qemu != "" {
+		if p, err := exec.LookPath(qemu); err == nil {
+			b.qemu = p
+		} else {
+			fmt.Fprintf(stderr, "bench-rtt: no %s (%v): no in-kernel LAPIC reference ('make bench-rtt' installs qemu-system-x86)\n", qemu, err)
+		}
+	}
+	if floorVMM == "" {
+		return nil
+	}
+	if b.floor, err = newFloorBench(floorVMM, blob, "/dev/kvm", 5000); err != nil {
+		return err
+	}
+	b.floor.kvmRun = b.kvmRun
+	if ipiBlob != "" {
+		if _, err := os.Stat(ipiBlob); err != nil {
+			return fmt.Errorf("cannot find rttloop.bin, the IPI floor's guest (run 'make guests'): %w", err)
+		}
+		b.ipiBlob = ipiBlob
+	}
+	return nil
 }
 
 // parseLists reads bench-rtt's --modes, --delivery and --lapic.
@@ -325,7 +343,7 @@ func (b *rttBench) one(mode, delivery string, poll bool) ([]benchreport.RTTRow, 
 	}
 	con := &vmm.ConsoleLog{}
 	cfg := vmm.Config{CPUs: 2, Kernel: b.guest, Cmdline: cmdline, Console: con, IOMMU: true, PVIPI: true,
-		PVEOI: delivery == "pveoi", AVIC: delivery == "avic", CPUAffinity: b.affinity}
+		PVEOI: delivery == "pveoi", AVIC: delivery == "avic", CPUAffinity: b.affinity, KVMRun: b.kvmRun}
 	if poll {
 		cfg.HaltPoll = b.poll
 	}
