@@ -57,10 +57,15 @@ func (v *VCPU) ParkedByINIT() bool { return v.log.parkedByINIT() }
 // an atomic swap on every exit is not free (a request that lands after the
 // load is served at the next exit or wake-up: RequestDump notifies after
 // it stores).
+// The load is all that is inlined into the loop; takeDump does the rest.
 func (v *VCPU) maybeDump(run *kvm.Run) {
-	if v.dumpTo.Load() == nil {
-		return
+	if v.dumpTo.Load() != nil {
+		v.takeDump(run)
 	}
+}
+
+// takeDump serves the dump request maybeDump saw, if it is still there.
+func (v *VCPU) takeDump(run *kvm.Run) {
 	if p := v.dumpTo.Swap(nil); p != nil {
 		v.dump(*p, run)
 	}

@@ -122,7 +122,7 @@ func (v *VCPU) quietTPR() bool {
 		return false
 	}
 	v.cr8 = v.acc.Value >> 4 & 0xF
-	v.kvm.RunData().CR8 = v.cr8
+	v.runData.CR8 = v.cr8
 	return true
 }
 
@@ -307,8 +307,8 @@ func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
 		}
 		return err
 	}
-	eff, err := v.lapic.WriteMSR(m.Index, m.Data)
-	v.acc.Settled = eff.Settled
+	err := v.lapic.WriteMSRInto(m.Index, m.Data, &v.eff)
+	v.acc.Settled = v.eff.Settled
 	return err
 }
 

@@ -47,7 +47,7 @@ func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
 // runs is seen here) and one acknowledgement (vlapic.Ack). It returns
 // errStop if the VM ended while the vCPU was waiting for SIPI.
 func (v *VCPU) prepareEntry() error {
-	run := v.kvm.RunData()
+	run := v.runData
 	if v.quietEntry(run) {
 		return nil
 	}

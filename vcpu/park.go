@@ -121,12 +121,16 @@ func (v *VCPU) maybePark(loop LoopState, haltIF bool) error {
 // own, forever in a guest that makes none (the control endpoint's pause
 // right after a resume once did). KVM_RUN then returns at once
 // (immediate_exit) and the loop parks at its next parking point.
+// Small enough to be inlined into the loop (its slow path is parkSoon).
 func (v *VCPU) enterGuestState() {
 	v.state.Store(uint32(StateGuest))
 	if v.parkReq.Load() != nil {
-		v.kvm.SetImmediateExit(true)
+		v.parkSoon()
 	}
 }
+
+// parkSoon makes the coming KVM_RUN return at once, for a park request.
+func (v *VCPU) parkSoon() { v.kvm.SetImmediateExit(true) }
 
 // park serves one park request, if one is still there.
 func (v *VCPU) park(loop LoopState, haltIF bool) error {

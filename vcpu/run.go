@@ -136,10 +136,10 @@ func endedWithoutExit(err error) bool {
 // errStop ends the loop quietly (the VM is ending).
 var errStop = errors.New("stop")
 
-//
-// It is one atomic load, where a receive from Done with a default (a
-// select) cost 90 instructions, and the loop asks twice per exit (at its
-// top and after each handler): ended is set before the Notify that
+// stopped says whether the VM has ended. It is one atomic load, where a
+// receive from Done with a default (a select) cost 90 instructions, and
+// the loop asks twice per exit (at its top and after each handler):
+// ended is set before the Notify that
 // follows the VM's end (Stop, or the watcher New starts on Done), and
 // the entry after a Notify looks at it (prepareEntry), so a vCPU about to
 // enter sees the end there or is kicked out of the guest.

@@ -14,6 +14,7 @@ import (
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
+	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
 	"github.com/govmm/govmm/vlapic"
 	"github.com/govmm/govmm/xstate"
@@ -111,15 +112,19 @@ type Config struct {
 // thread. state, kickPending and tid are atomics read by Notify from other
 // threads; wake may be woken from any thread (waker).
 type VCPU struct {
-	id     int
-	kvm    Hardware
-	lapic  *vlapic.LAPIC
-	obs    vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
-	counts Counters        // the loop's own events (Config.Counters)
-	bus    *exitbus.Bus
-	acc    exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
-	pveoi  PVEOI
-	clock  vlapic.Clock
+	id  int
+	kvm Hardware
+	// run is kvm's RunData, the kvm_run page, mapped once for the vCPU's
+	// life: the loop's hot paths read it without an interface call.
+	runData *kvm.Run
+	lapic   *vlapic.LAPIC
+	obs     vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
+	counts  Counters        // the loop's own events (Config.Counters)
+	bus     *exitbus.Bus
+	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	eff     vlapic.Effect  // an x2APIC write's, filled in place (x2apic)
+	pveoi   PVEOI
+	clock   vlapic.Clock
 	// haltClock is Config.HaltClock, or clock.
 	haltClock vlapic.Clock
 	mem       *memory.Memory
@@ -217,6 +222,7 @@ func New(id int, c Config) *VCPU {
 	installKickHandler()
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume, restored: c.Restored}
+	v.runData = c.KVM.RunData()
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil

@@ -35,9 +35,13 @@ import (
 // (docs/exit-cost.md). A yield of a locked goroutine costs two thread
 // switches; one per 8 ms of a busy guest is little beside that.
 func (v *VCPU) yieldIfDue() {
-	if v.yieldEvery == 0 {
-		return
+	if v.yieldEvery != 0 {
+		v.yieldIfTime()
 	}
+}
+
+// yieldIfTime is yieldIfDue's test of the clock, and the yield.
+func (v *VCPU) yieldIfTime() {
 	if tsc()-v.lastYield >= v.yieldEvery {
 		yield()
 		// The goroutine runs on a new scheduling tick from here, not from

@@ -108,8 +108,9 @@ type post struct {
 	msg     Message
 }
 
-//
-// eff is the caller's Effect, filled in place (an x2APIC write's exit
+// finish does what a write posted (p), with no lock held: the routes'
+// rebuild, the IOAPIC's EOI, the notification, the IPI's delivery. eff
+// is the caller's Effect, filled in place (an x2APIC write's exit
 // returns it: copied in and out, its Message cost a TPR write a few dozen
 // instructions).
 func (a *LAPIC) finish(p *post, eff *Effect) {

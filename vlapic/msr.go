@@ -37,52 +37,64 @@ func (a *LAPIC) ReadMSR(msr uint32) (uint64, error) {
 // read-only, and when a reserved bit is set (SDM 11.12.1.3), which includes
 // bits 63:32 of all but the ICR and any non-zero EOI or ESR write.
 func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
+	var eff Effect
+	err := a.WriteMSRInto(msr, v, &eff)
+	return eff, err
+}
+
+// WriteMSRInto is WriteMSR with its Effect filled in *eff: what a vCPU's
+// exit path calls, where the Effect's copies out and in cost an x2APIC
+// TPR write's exit a few dozen instructions.
+func (a *LAPIC) WriteMSRInto(msr uint32, v uint64, eff *Effect) error {
+	*eff = Effect{}
 	switch {
 	case msr == MSRAPICBase:
-		return Effect{}, a.SetBase(v)
+		return a.SetBase(v)
 	case msr == MSRTSCDeadline:
 		// The bus clock's TSC: right where the guest TSC is the host's
 		// plus a fixed offset (tests). govmm's vCPUs read KVM's and call
 		// WriteTSCDeadline (routing/lapic.go).
 		a.WriteTSCDeadline(v, a.bus.clock.TSC())
-		return Effect{}, nil
+		return nil
 	case msr < MSRX2APICFirst || msr > MSRX2APICLast:
-		return Effect{}, ErrGP
+		return ErrGP
 	}
 	r := RegisterOfMSR(msr)
-	eff := Effect{Register: r}
+	eff.Register = r
 	var p post
 	a.mu.Lock()
 	if a.mode != ModeX2APIC {
 		a.mu.Unlock()
-		return eff, ErrGP
+		return ErrGP
 	}
 	switch r {
 	case RegICR:
 		if v&x2ICRReserved != 0 {
 			a.mu.Unlock()
-			return eff, ErrGP
+			return ErrGP
 		}
 		a.icr = v &^ icrBusy
 		a.sendLocked(a.icr, true, &p)
 	case RegSelfIPI:
 		if v&^0xFF != 0 {
 			a.mu.Unlock()
-			return eff, ErrGP
+			return ErrGP
 		}
 		a.sendLocked(v|uint64(Self)<<18, true, &p)
 	default:
 		mask, ok := x2Writable(r)
 		if !ok || v&^uint64(mask) != 0 {
 			a.mu.Unlock()
-			return eff, ErrGP
+			return ErrGP
 		}
 		a.writeLocked(r, uint32(v), true, &p)
 		eff.Settled = r == RegEOI && a.settledLocked()
 	}
 	a.mu.Unlock()
-	a.finish(&p, &eff)
-	return eff, nil
+	if p.rebuild || p.eoi || p.notify || p.send { // finish's work, in the caller: most writes post nothing
+		a.finish(&p, eff)
+	}
+	return nil
 }
 
 // settledLocked says whether the LAPIC has nothing for its CPU to act on:
