@@ -45,9 +45,10 @@
 
 	.data
 	.balign 4
-	.globl rtt_acks, rtt_hlts, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap, rtt_samples, rtt_samples_cap
+	.globl rtt_acks, rtt_hlts, rtt_ack_hlts, rtt_spin, rtt_eoi, rtt_send_kind, rtt_send_dest, rtt_send_lo, rtt_pv_bitmap, rtt_samples, rtt_samples_cap
 rtt_acks:      .long 0                  /* IPIs the receiver's handler counted */
 rtt_hlts:      .long 0                  /* HLTs the receiver executed */
+rtt_ack_hlts:  .long 0                  /* rtt_hlts when the handler last counted */
 rtt_spin:      .long 0                  /* the receiver spins instead of halting */
 rtt_eoi:       .long rtt_eoi_x2apic     /* the handler's EOI: a cdecl function */
 rtt_send_kind: .long 0
@@ -206,6 +207,8 @@ rtt_isr:
 	push %edx
 	call *rtt_eoi
 	lock incl rtt_acks
+	mov rtt_hlts, %eax              /* the receiver halts again once it */
+	mov %eax, rtt_ack_hlts          /* counts a HLT past this (rtt.c) */
 	mov 12(%esp), %eax              /* EIP */
 	mov 20(%esp), %ecx              /* EFLAGS */
 	mov %ecx, 16(%esp)              /* [EFLAGS][EIP] where CS, EFLAGS were */
