@@ -126,6 +126,14 @@ func (v *VCPU) quietTPR() bool {
 	return true
 }
 
+// x2apicSend is exitcause.APIC(true, write, r).Class().IPISend() without
+// the class lookup (TestX2APICSend): the causes take registers modulo
+// the xAPIC page's 64, and ICR, ICR2 and SELF_IPI are the sends'.
+func x2apicSend(r vlapic.Register) bool {
+	r %= 64
+	return r == vlapic.RegICR || r == vlapic.RegICR2 || r == vlapic.RegSelfIPI
+}
+
 // tprWriteCause is the exit cause of an x2APIC TPR write (quietTPR).
 var tprWriteCause = exitcause.APIC(true, true, uint16(vlapic.RegTPR))
 
@@ -249,9 +257,21 @@ func (v *VCPU) handleMMIO() (own bool, err error) {
 // any other error is govmm's own failure, not the guest's: the VM stops.
 func (v *VCPU) handleMSR(write bool) error {
 	m := v.kvm.MSR()
+	var err error
 	if v.lapic != nil && m.Index-vlapic.MSRX2APICFirst <= vlapic.MSRX2APICLast-vlapic.MSRX2APICFirst {
-		return v.answerMSR(m, v.x2apic(m, write))
+		err = v.x2apic(m, write)
+	} else {
+		err = v.busMSR(m, write)
 	}
+	m.Error = 0
+	if err != nil {
+		return v.msrError(m, err)
+	}
+	return nil
+}
+
+// busMSR serves an MSR exit from the bus.
+func (v *VCPU) busMSR(m *kvm.MSRExit, write bool) error {
 	r, base := v.bus.Lookup(v.id, exitbus.MSR, uint64(m.Index))
 	var err error
 	if r == nil {
@@ -266,14 +286,13 @@ func (v *VCPU) handleMSR(write bool) error {
 			m.Data = a.Value
 		}
 	}
-	return v.answerMSR(m, err)
+	return err
 }
 
-// answerMSR completes an MSR exit: err vlapic.ErrGP is the guest's #GP,
-// any other error govmm's own.
-func (v *VCPU) answerMSR(m *kvm.MSRExit, err error) error {
-	m.Error = 0
-	if err != nil && errors.Is(err, vlapic.ErrGP) {
+// msrError answers an MSR exit that failed: vlapic.ErrGP is the guest's
+// #GP, any other error govmm's own.
+func (v *VCPU) msrError(m *kvm.MSRExit, err error) error {
+	if errors.Is(err, vlapic.ErrGP) {
 		m.Error = 1 // KVM injects #GP(0) at the next entry
 		v.exceptionQueued = true
 		return nil
@@ -295,9 +314,10 @@ func (v *VCPU) answerMSR(m *kvm.MSRExit, err error) error {
 // calls: 250 of the 900 instructions an x2APIC TPR write's exit took in
 // govmm (BenchmarkExit under callgrind).
 func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
-	c := exitcause.APIC(true, write, uint16(m.Index-vlapic.MSRX2APICFirst))
+	reg := vlapic.RegisterOfMSR(m.Index)
+	c := exitcause.APIC(true, write, uint16(reg))
 	v.counts.Exit(c)
-	v.sendExit = c.Class().IPISend()
+	v.sendExit = x2apicSend(reg)
 	v.tprWrite = c == tprWriteCause
 	v.acc.Value, v.acc.Settled = m.Data, false
 	if !write {
@@ -307,7 +327,7 @@ func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
 		}
 		return err
 	}
-	err := v.lapic.WriteMSRInto(m.Index, m.Data, &v.eff)
+	err := v.lapic.WriteX2APIC(reg, m.Data, &v.eff)
 	v.acc.Settled = v.eff.Settled
 	return err
 }

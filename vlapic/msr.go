@@ -46,21 +46,30 @@ func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
 // exit path calls, where the Effect's copies out and in cost an x2APIC
 // TPR write's exit a few dozen instructions.
 func (a *LAPIC) WriteMSRInto(msr uint32, v uint64, eff *Effect) error {
-	*eff = Effect{}
 	switch {
 	case msr == MSRAPICBase:
+		*eff = Effect{}
 		return a.SetBase(v)
 	case msr == MSRTSCDeadline:
+		*eff = Effect{}
 		// The bus clock's TSC: right where the guest TSC is the host's
 		// plus a fixed offset (tests). govmm's vCPUs read KVM's and call
 		// WriteTSCDeadline (routing/lapic.go).
 		a.WriteTSCDeadline(v, a.bus.clock.TSC())
 		return nil
 	case msr < MSRX2APICFirst || msr > MSRX2APICLast:
+		*eff = Effect{}
 		return ErrGP
 	}
-	r := RegisterOfMSR(msr)
-	eff.Register = r
+	return a.WriteX2APIC(RegisterOfMSR(msr), v, eff)
+}
+
+// WriteX2APIC writes x2APIC register r (its MSR less 0x800) with the
+// #GP rules of WriteMSR, its Effect filled in *eff: the x2APIC registers
+// alone, as a vCPU's exit reaches them (vcpu's x2apic), after WriteMSR's
+// tests for the two other MSRs it takes.
+func (a *LAPIC) WriteX2APIC(r Register, v uint64, eff *Effect) error {
+	*eff = Effect{Register: r}
 	var p post
 	a.mu.Lock()
 	if a.mode != ModeX2APIC {

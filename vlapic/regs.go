@@ -116,9 +116,6 @@ func (a *LAPIC) readLocked(r Register, x2 bool) (v uint32, ok bool) {
 // false if the register is read-only or absent in x2APIC mode (#GP). ICR and
 // SELF_IPI are checked by the MSR path.
 func x2Writable(r Register) (uint32, bool) {
-	if i, ok := lvtIndex(r); ok {
-		return lvtValid[i], true
-	}
 	switch r {
 	case RegTPR:
 		return 0xFF, true
@@ -131,17 +128,18 @@ func x2Writable(r Register) (uint32, bool) {
 	case RegTimerDCR:
 		return 0xB, true
 	}
+	if i, ok := lvtIndex(r); ok {
+		return lvtValid[i], true
+	}
 	return 0, false
 }
 
 // writeLocked writes a 32-bit register. Invalid bits are dropped (the MSR
 // path has already #GP'd on them); writes to read-only or absent registers
-// are ignored, as on the xAPIC page.
+// are ignored, as on the xAPIC page. The LVT registers come last: a
+// guest's TPR and EOI writes, the exits a busy one makes most, find their
+// case first.
 func (a *LAPIC) writeLocked(r Register, v uint32, x2 bool, p *post) {
-	if i, ok := lvtIndex(r); ok {
-		a.writeLVTLocked(i, v)
-		return
-	}
 	switch r {
 	case RegID:
 		if !x2 {
@@ -188,6 +186,10 @@ func (a *LAPIC) writeLocked(r Register, v uint32, x2 bool, p *post) {
 		a.writeTimerICRLocked(v)
 	case RegTimerDCR:
 		a.writeDCRLocked(v & 0xB)
+	default:
+		if i, ok := lvtIndex(r); ok {
+			a.writeLVTLocked(i, v)
+		}
 	}
 }
 
