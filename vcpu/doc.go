@@ -4,7 +4,7 @@
 // every exit in the accounting.
 //
 // The path of an IPI through this package: the guest's ICR write exits
-// (MMIO or WRMSR) -> handleMMIO/handleMSR -> exitbus -> vlapic -> the target LAPIC's IRR
+// (MMIO or WRMSR) -> handleMMIO/x2apic or busMSR -> exitbus -> vlapic -> the target LAPIC's IRR
 // (with AVIC-style delivery: its IRR backing page, no target lock) ->
 // vlapic.Sink.Notify -> VCPU.Notify on the target (kick or wake) -> the
 // target's loop, which folds the backing page as it looks for a vector ->

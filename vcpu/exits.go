@@ -84,8 +84,24 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 		}
 		v.exitQuiet = !own || v.sendExit
 	default:
-		if err := v.handleMSR(reason == kvm.ExitX86WRMSR); err != nil {
-			return err
+		// The MSRs that exit to user space: the x2APIC range (KVM has no
+		// APIC of its own), served on the vCPU's own LAPIC (x2apic), and
+		// from the bus those the MSR filter claims (built from the bus)
+		// and MSRs KVM does not know (busMSR). vlapic.ErrGP is the
+		// guest's #GP; any other error is govmm's own failure, not the
+		// guest's: the VM stops.
+		m, write := v.kvm.MSR(), reason == kvm.ExitX86WRMSR
+		var err error
+		if v.lapic != nil && m.Index-vlapic.MSRX2APICFirst <= vlapic.MSRX2APICLast-vlapic.MSRX2APICFirst {
+			err = v.x2apic(m, write)
+		} else {
+			err = v.busMSR(m, write)
+		}
+		m.Error = 0
+		if err != nil {
+			if err = v.msrError(m, err); err != nil {
+				return err
+			}
 		}
 		v.exitQuiet = v.sendExit || v.quietTPR() || v.settledEOI()
 	}
@@ -250,27 +266,8 @@ func (v *VCPU) handleMMIO() (own bool, err error) {
 	return r.PerCPU || r.At != nil, err
 }
 
-// handleMSR serves the MSRs that exit to user space from the bus: the
-// x2APIC range (KVM has no APIC of its own), those the MSR filter claims
-// (built from the bus) and MSRs KVM does not know; unclaimed ones are
-// answered with #GP, as on hardware. A handler's vlapic.ErrGP is #GP too;
-// any other error is govmm's own failure, not the guest's: the VM stops.
-func (v *VCPU) handleMSR(write bool) error {
-	m := v.kvm.MSR()
-	var err error
-	if v.lapic != nil && m.Index-vlapic.MSRX2APICFirst <= vlapic.MSRX2APICLast-vlapic.MSRX2APICFirst {
-		err = v.x2apic(m, write)
-	} else {
-		err = v.busMSR(m, write)
-	}
-	m.Error = 0
-	if err != nil {
-		return v.msrError(m, err)
-	}
-	return nil
-}
-
-// busMSR serves an MSR exit from the bus.
+// busMSR serves an MSR exit from the bus: unclaimed MSRs are answered
+// with #GP, as on hardware.
 func (v *VCPU) busMSR(m *kvm.MSRExit, write bool) error {
 	r, base := v.bus.Lookup(v.id, exitbus.MSR, uint64(m.Index))
 	var err error

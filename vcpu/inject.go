@@ -45,12 +45,11 @@ func (v *VCPU) latchPending(p vlapic.Pending) vlapic.Pending {
 // cannot take it now. It decides from one vlapic.Pending value (look, which
 // folds the LAPIC's AVIC backing page, so every vector posted before it
 // runs is seen here) and one acknowledgement (vlapic.Ack). It returns
-// errStop if the VM ended while the vCPU was waiting for SIPI.
+// errStop if the VM ended while the vCPU was waiting for SIPI. The loop
+// calls it when the entry is not quiet (quietEntry, inlined there: most
+// exits of a busy guest make a quiet entry).
 func (v *VCPU) prepareEntry() error {
 	run := v.runData
-	if v.quietEntry(run) {
-		return nil
-	}
 	if v.stopped() { // after quietEntry took notified: see stopped
 		return errStop
 	}

@@ -46,8 +46,8 @@ func TestIPIPathDoc(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < 30 {
-		t.Errorf("checked %d functions of the walk, want its 30 or more (has the table's layout changed?)", checked)
+	if checked < 28 {
+		t.Errorf("checked %d functions of the walk, want its 28 or more (has the table's layout changed?)", checked)
 	}
 }
 

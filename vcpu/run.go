@@ -88,11 +88,13 @@ func (v *VCPU) Run() error {
 		}
 		v.yieldIfDue()
 		v.enterGuestState()
-		if err := v.prepareEntry(); err != nil {
-			if errors.Is(err, errStop) {
-				return nil
+		if !v.quietEntry(run) {
+			if err := v.prepareEntry(); err != nil {
+				if errors.Is(err, errStop) {
+					return nil
+				}
+				return &Error{v.id, err}
 			}
-			return &Error{v.id, err}
 		}
 		err := v.run()
 		v.state.Store(uint32(StateVMM))

@@ -121,7 +121,7 @@ type VCPU struct {
 	obs     vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
 	counts  Counters        // the loop's own events (Config.Counters)
 	bus     *exitbus.Bus
-	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, handleMSR)
+	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, busMSR, x2apic)
 	eff     vlapic.Effect  // an x2APIC write's, filled in place (x2apic)
 	pveoi   PVEOI
 	clock   vlapic.Clock
