@@ -24,7 +24,9 @@ type eventLog struct {
 	n  uint64 // events logged since the vCPU was made
 }
 
-const eventLogLen = 24
+// eventLogLen is a power of two: every exit's add takes its slot with a
+// mask, not a division.
+const eventLogLen = 32
 
 // event is one entry of the log. What arg holds depends on kind.
 type event struct {

@@ -27,7 +27,7 @@ func TestEventLogString(t *testing.T) {
 		l.add(evExit, uint32(i), uint64(i))
 	}
 	got := l.String()
-	if !strings.HasPrefix(got, "exit 24@0x18, ") || !strings.HasSuffix(got, "exit 47@0x2f (the last 24 of 54)") {
+	if !strings.HasPrefix(got, "exit 32@0x20, ") || !strings.HasSuffix(got, "exit 63@0x3f (the last 32 of 70)") {
 		t.Errorf("wrapped log %q", got)
 	}
 	if n := testing.AllocsPerRun(100, func() { l.add(evExit, 1, 2) }); n != 0 {
