@@ -23,12 +23,6 @@ func futexWait(w *atomic.Uint32, val uint32) {
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitPrivate, uintptr(val), 0, 0, 0)
 }
 
-// futexWaitRaw is futexWait without entersyscall, for at most d: the
-// thread keeps its P asleep (waker.sleep says when that is right).
-func futexWaitRaw(w *atomic.Uint32, val uint32, d unix.Timespec) {
-	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitPrivate, uintptr(val), uintptr(unsafe.Pointer(&d)), 0, 0)
-}
-
 // futexWake wakes the thread sleeping on w, if one is. FUTEX_WAKE never
 // sleeps, so it needs no entersyscall: the IPI's sender pays it at every
 // wake-up (docs/exit-cost.md).

@@ -54,7 +54,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 			}
 		}
 		slept = true
-		v.wake.sleep(v.rawRun)
+		v.wake.sleep()
 		if v.stopped() {
 			return vlapic.Pending{}, false
 		}

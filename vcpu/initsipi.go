@@ -130,7 +130,7 @@ func (v *VCPU) waitSIPI() error {
 			v.counts.Woke()
 			return nil
 		}
-		v.wake.sleep(false)
+		v.wake.sleep()
 		v.maybeDump(nil)
 		if v.stopped() {
 			return errStop

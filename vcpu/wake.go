@@ -3,12 +3,7 @@
 
 package vcpu
 
-import (
-	"sync/atomic"
-	"time"
-
-	"golang.org/x/sys/unix"
-)
+import "sync/atomic"
 
 // waker is a vCPU thread's sleep (halted, or waiting for SIPI) and its
 // wake-up. The vCPU goroutine is locked to its thread (Run), so the
@@ -46,27 +41,12 @@ func (w *waker) pending() bool { return w.word.Load() == wakePending }
 func (w *waker) take() bool { return w.word.CompareAndSwap(wakePending, wakeNone) }
 
 // sleep returns when a wake-up is pending, and consumes it: at once if
-// one already is. With raw (a loop entering the guest without
-// entersyscall, Config.RawRun) it first sleeps up to rawHaltSleep without
-// telling Go's scheduler either (futexWaitRaw): the thread keeps its P, so
-// its wake-up does not go through exitsyscall's search for one, which
-// sysmon took away 20 µs into the sleep. A signal (Go's SIGURG of a
-// stop-the-world) or the bound ends that wait; the rest is the plain
-// wait, in which the thread gives up its P: a halt that lasts, an idle
-// guest's, leaves the runtime's sysmon nothing to preempt.
-func (w *waker) sleep(raw bool) {
+// one already is.
+func (w *waker) sleep() {
 	if w.word.CompareAndSwap(wakeNone, wakeSleeper) {
-		if raw {
-			futexWaitRaw(&w.word, wakeSleeper, rawHaltSleep)
-		}
 		for w.word.Load() == wakeSleeper {
 			futexWait(&w.word, wakeSleeper)
 		}
 	}
 	w.word.Store(wakeNone)
 }
-
-// rawHaltSleep bounds a raw loop's sleep without entersyscall: longer
-// than an IPI's wait in a benchmark or a guest's short idle, shorter than
-// sysmon's 10 ms, after which it would preempt a thread that seems to run.
-var rawHaltSleep = unix.NsecToTimespec(int64(2 * time.Millisecond))
