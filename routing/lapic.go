@@ -79,7 +79,11 @@ func (l lapicRanges) page(a *exitbus.Access) error {
 	return nil
 }
 
-// msr serves an access to an x2APIC MSR.
+// msr serves an access to an x2APIC MSR that comes through the bus. A
+// govmm vCPU does not send its own here: an x2APIC MSR is its CPU's own
+// APIC register, which the vCPU loop serves on its LAPIC directly
+// (vcpu's x2apic, as KVM's kvm_x2apic_msr_write); the range stays on the
+// bus for the MSR map and for callers with no vCPU loop.
 func (l lapicRanges) msr(a *exitbus.Access) (err error) {
 	if a.Write {
 		var eff vlapic.Effect
