@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: exit-instructions floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -295,6 +295,15 @@ $(CACHE)/.bench-deps: Makefile
 # BENCH_EXITS_FLAGS adds flags (e.g. --count 100000 --reps 9).
 bench-exits: build guests floorvmm $(if $(USE_NESTED),nested-deps)
 	@$(if $(USE_NESTED),$(NO_KVM_RUN_NOTE); $(NESTED_RUN)) $(BIN) bench-exits --out $(CACHE)/bench-exits $(BENCH_EXITS_FLAGS)
+
+# govmm's own instructions per exit (BenchmarkExit under valgrind's
+# callgrind; scripts/exit-instructions.sh): what a nested VT-x exit's
+# excess over the floor follows, on any machine, no KVM needed.
+exit-instructions: $(CACHE)/.valgrind
+	@mkdir -p $(CACHE)/bin && $(GO) test -c -o $(CACHE)/bin/vcpu.test ./vcpu
+	@scripts/exit-instructions.sh $(CACHE)/bin/vcpu.test
+$(CACHE)/.valgrind: Makefile
+	$(call install-missing,valgrind)
 
 # bench-exits inside the nested VT-x host (Bochs, kvm_intel): govmm and the
 # floor VMM built static (Bochs's L1 is a busybox), side by side there.
