@@ -141,10 +141,10 @@ var errStop = errors.New("stop")
 // stopped says whether the VM has ended. It is one atomic load, where a
 // receive from Done with a default (a select) cost 90 instructions, and
 // the loop asks twice per exit (at its top and after each handler):
-// ended is set before the Notify that
-// follows the VM's end (Stop, or the watcher New starts on Done), and
-// the entry after a Notify looks at it (prepareEntry), so a vCPU about to
-// enter sees the end there or is kicked out of the guest.
+// ended is set before the Notify that follows the VM's end (Stop, or the
+// watcher New starts on Done), and the entry after a Notify looks at it
+// (prepareEntry), so a vCPU about to enter sees the end there or is
+// kicked out of the guest.
 func (v *VCPU) stopped() bool { return v.ended.Load() }
 
 // Stop tells the vCPU the VM has ended (Done is closed) and kicks or

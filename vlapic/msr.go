@@ -37,31 +37,21 @@ func (a *LAPIC) ReadMSR(msr uint32) (uint64, error) {
 // read-only, and when a reserved bit is set (SDM 11.12.1.3), which includes
 // bits 63:32 of all but the ICR and any non-zero EOI or ESR write.
 func (a *LAPIC) WriteMSR(msr uint32, v uint64) (Effect, error) {
-	var eff Effect
-	err := a.WriteMSRInto(msr, v, &eff)
-	return eff, err
-}
-
-// WriteMSRInto is WriteMSR with its Effect filled in *eff: what a vCPU's
-// exit path calls, where the Effect's copies out and in cost an x2APIC
-// TPR write's exit a few dozen instructions.
-func (a *LAPIC) WriteMSRInto(msr uint32, v uint64, eff *Effect) error {
 	switch {
 	case msr == MSRAPICBase:
-		*eff = Effect{}
-		return a.SetBase(v)
+		return Effect{}, a.SetBase(v)
 	case msr == MSRTSCDeadline:
-		*eff = Effect{}
 		// The bus clock's TSC: right where the guest TSC is the host's
 		// plus a fixed offset (tests). govmm's vCPUs read KVM's and call
 		// WriteTSCDeadline (routing/lapic.go).
 		a.WriteTSCDeadline(v, a.bus.clock.TSC())
-		return nil
+		return Effect{}, nil
 	case msr < MSRX2APICFirst || msr > MSRX2APICLast:
-		*eff = Effect{}
-		return ErrGP
+		return Effect{}, ErrGP
 	}
-	return a.WriteX2APIC(RegisterOfMSR(msr), v, eff)
+	var eff Effect
+	err := a.WriteX2APIC(RegisterOfMSR(msr), v, &eff)
+	return eff, err
 }
 
 // WriteX2APIC writes x2APIC register r (its MSR less 0x800) with the
