@@ -84,8 +84,18 @@ func TestBenchRTT(t *testing.T) {
 			t.Errorf("%s: the guest's EOIs: %d exiting, %d by PV EOI; want %d by PV EOI of 20", name, n("guest_eois"), n("guest_pv_eois"), wantPV)
 		}
 		window := causes["irq_window"]
-		if sum := hlt + eoi + kick + window; sum != n("receiver_exits") {
-			t.Errorf("%s: receiver exits %d, of which HLT %d, EOI %d, kick %d, window %d: others %v", name, n("receiver_exits"), hlt, eoi, kick, window, causes)
+		// A kick that found nothing (kick_spurious): the kick protocol's
+		// one spurious exit at most (vcpu/kick.go), which a raw KVM_RUN
+		// (--kvm-run, auto here) can now cost a spinning receiver: Go's
+		// SIGURG ends its KVM_RUN, the entry after it takes the IPI
+		// (counted as its kick), and the sender's kick, flagged as the
+		// receiver left the guest, ends the next KVM_RUN with nothing to
+		// bring (nested AMD-V, 2026-12-07: 41 exits, 20 EOI, 20 kick,
+		// 1 spurious). TestIPIExitCounts allows its spinners the same.
+		// More than one in 20 round trips fails.
+		spurious := causes["kick_spurious"]
+		if sum := hlt + eoi + kick + window + spurious; sum != n("receiver_exits") || spurious > 1 {
+			t.Errorf("%s: receiver exits %d, of which HLT %d, EOI %d, kick %d, window %d, spurious kicks %d: others %v", name, n("receiver_exits"), hlt, eoi, kick, window, spurious, causes)
 		}
 		// Each IPI reached the receiver through exactly one of: a wake-up
 		// from HLT, a kick out of the guest, or none (it found the vCPU in
