@@ -229,7 +229,14 @@ func (r *Range) String() string {
 
 // Bus is the VM's map of ranges; the zero value is empty and ready.
 type Bus struct {
-	fixed   [numSpaces][]*Range // sorted by Base, disjoint
+	fixed [numSpaces][]*Range // sorted by Base, disjoint
+	// ends is fixed's End()s, in the same order: Lookup's binary search
+	// reads one array instead of a Range (each its own allocation) per
+	// probe. Under an emulated host (nested AMD-V: QEMU TCG flushes its
+	// software TLB at each world switch) every page a VMM touches between
+	// two entries costs the exit about 500 cycles; the pointers cost a
+	// port lookup four pages (docs/exit-cost.md).
+	ends    [numSpaces][]uint64
 	movable [numSpaces][]*Range // consulted first
 }
 
@@ -258,6 +265,11 @@ func (b *Bus) Register(r Range) error {
 	list := append(b.fixed[r.Space], p)
 	sort.Slice(list, func(i, j int) bool { return list[i].Base < list[j].Base })
 	b.fixed[r.Space] = list
+	ends := make([]uint64, len(list))
+	for i, f := range list {
+		ends[i] = f.End()
+	}
+	b.ends[r.Space] = ends
 	return nil
 }
 
@@ -270,11 +282,11 @@ func (b *Bus) Lookup(cpu int, s Space, addr uint64) (r *Range, base uint64) {
 			return m, at
 		}
 	}
-	list := b.fixed[s]
-	lo, hi := 0, len(list)
+	list, ends := b.fixed[s], b.ends[s]
+	lo, hi := 0, len(ends)
 	for lo < hi { // the first range that ends after addr
 		mid := int(uint(lo+hi) >> 1)
-		if list[mid].End() <= addr {
+		if ends[mid] <= addr {
 			lo = mid + 1
 		} else {
 			hi = mid

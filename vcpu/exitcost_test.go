@@ -51,7 +51,7 @@ func exitLoop(tb testing.TB, s step, n int) (*VCPU, *rig) {
 
 // x2apicMode puts vCPU 0's LAPIC in x2APIC mode, as the loop's guest has
 // it. Its x2APIC MSRs need no range on the rig's bus: the vCPU serves them
-// on its own LAPIC (exits.go, x2apic), as the VMM's does.
+// on its own LAPIC (loop_exits.go, x2apic), as the VMM's does.
 func x2apicMode(tb testing.TB, r *rig) *vlapic.LAPIC {
 	lapic := r.apics.LAPIC(0)
 	if err := lapic.SetBase(0xFEE00000 | 1<<11 | 1<<10 | 1<<8); err != nil {

@@ -1,4 +1,4 @@
-// This file holds the futex system calls of a halted vCPU's sleep (wake.go),
+// This file holds the futex system calls of a halted vCPU's sleep (loop_wake.go),
 // the package's one other unsafe use: the kernel takes the word's address.
 
 package vcpu

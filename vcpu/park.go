@@ -114,21 +114,6 @@ func (v *VCPU) maybePark(loop LoopState, haltIF bool) error {
 	return nil
 }
 
-// enterGuestState marks the vCPU as in the guest, then looks for a park
-// request made while it was not: Notify kicks only a vCPU in the guest
-// (and wakes a halted one), so a request made between the loop's parking
-// point and here would otherwise wait for the guest's next exit of its
-// own, forever in a guest that makes none (the control endpoint's pause
-// right after a resume once did). KVM_RUN then returns at once
-// (immediate_exit) and the loop parks at its next parking point.
-// Small enough to be inlined into the loop (its slow path is parkSoon).
-func (v *VCPU) enterGuestState() {
-	v.state.Store(uint32(StateGuest))
-	if v.parkReq.Load() != nil {
-		v.parkSoon()
-	}
-}
-
 // parkSoon makes the coming KVM_RUN return at once, for a park request.
 func (v *VCPU) parkSoon() { v.kvm.SetImmediateExit(true) }
 

@@ -15,7 +15,7 @@ const (
 	// kick: immediate_exit plus a signal to the thread.
 	StateGuest
 	// StateHalted: the guest executed HLT; the thread sleeps on its
-	// wake-up word (a futex, wake.go) until an interrupt it can take
+	// wake-up word (a futex, loop_wake.go) until an interrupt it can take
 	// arrives.
 	StateHalted
 	// StateWaitSIPI: after INIT (and for APs from reset) the vCPU waits for

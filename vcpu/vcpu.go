@@ -80,7 +80,7 @@ type Config struct {
 	// before it sleeps (package haltpoll); the zero Policy never polls.
 	HaltPoll haltpoll.Policy
 	// YieldEvery is how many host TSC cycles the loop may run without
-	// blocking before it yields to Go's scheduler (yield.go); 0 never
+	// blocking before it yields to Go's scheduler (loop_yield.go); 0 never
 	// yields.
 	YieldEvery uint64
 	// RawRun enters the guest without Go's entersyscall

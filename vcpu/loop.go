@@ -1,5 +1,14 @@
 // This file holds the run loop itself: KVM_RUN, what every return from it
 // leaves behind, and the loop's end.
+//
+// The loop's files are loop*.go (and kick.go just before them): Go lays
+// out a package's functions in the order of its files, so named to sort
+// together, the code an exit runs sits on a few pages instead of being
+// spread among the package's cold code (dumps, hand-over, snapshots). In
+// the nested AMD-V host each page the VMM touches between two entries
+// costs the exit about 500 cycles (QEMU's TCG flushes its software TLB at
+// each world switch; 64 pages touched per exit by the Go floor added
+// 20-35% to its exit, docs/exit-cost.md). TestLoopCodeLayout keeps it so.
 
 package vcpu
 
@@ -115,6 +124,21 @@ func (v *VCPU) Run() error {
 			}
 			return &Error{v.id, err}
 		}
+	}
+}
+
+// enterGuestState marks the vCPU as in the guest, then looks for a park
+// request made while it was not: Notify kicks only a vCPU in the guest
+// (and wakes a halted one), so a request made between the loop's parking
+// point and here would otherwise wait for the guest's next exit of its
+// own, forever in a guest that makes none (the control endpoint's pause
+// right after a resume once did). KVM_RUN then returns at once
+// (immediate_exit) and the loop parks at its next parking point.
+// Small enough to be inlined into the loop (its slow path is parkSoon).
+func (v *VCPU) enterGuestState() {
+	v.state.Store(uint32(StateGuest))
+	if v.parkReq.Load() != nil {
+		v.parkSoon()
 	}
 }
 
