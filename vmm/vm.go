@@ -122,7 +122,7 @@ var StopGrace = 10 * time.Second
 
 // VCPUYieldEvery is how long a vCPU goroutine may run between yields to
 // Go's scheduler (vcpu.Config.YieldEvery): under the 10 ms after which Go's
-// sysmon would take the vCPU thread's P at every KVM_RUN (vcpu/yield.go),
+// sysmon would take the vCPU thread's P at every KVM_RUN (vcpu/loop_yield.go),
 // with a margin for a host TSC whose rate is not quite the kernel's. Each
 // yield of a locked goroutine costs three thread switches, so the longer
 // the better below that: in the nested AMD-V host (x2APIC round trips,

@@ -16,7 +16,7 @@
 // halted vCPU sleeping on a futex word of its own, and KVM_RUN through
 // Go's ordinary system-call path (entersyscall: a VMM must let a
 // stop-the-world proceed while a guest runs). -yield D makes each vCPU's
-// goroutine yield its P every D (govmm yields every 8 ms, vcpu/yield.go);
+// goroutine yield its P every D (govmm yields every 8 ms, vcpu/loop_yield.go);
 // the default is never.
 package main
 
@@ -151,7 +151,7 @@ func (t thread) setup(id int) error {
 }
 
 // yielder yields the goroutine's P every d (never when d is 0), timed
-// with RDTSC as govmm's yield is (vcpu/yield.go): in the nested hosts
+// with RDTSC as govmm's yield is (vcpu/loop_yield.go): in the nested hosts
 // Go's clock is a system call.
 type yielder struct {
 	every, last uint64 // TSC cycles
