@@ -230,13 +230,15 @@ func (r *Range) String() string {
 // Bus is the VM's map of ranges; the zero value is empty and ready.
 type Bus struct {
 	fixed [numSpaces][]*Range // sorted by Base, disjoint
-	// ends is fixed's End()s, in the same order: Lookup's binary search
-	// reads one array instead of a Range (each its own allocation) per
-	// probe. Under an emulated host (nested AMD-V: QEMU TCG flushes its
-	// software TLB at each world switch) every page a VMM touches between
-	// two entries costs the exit about 500 cycles; the pointers cost a
-	// port lookup four pages (docs/exit-cost.md).
-	ends    [numSpaces][]uint64
+	// sorted is fixed by value, in the same order, a new array at each
+	// Register (a Range Lookup returned stays as it was): Lookup's binary
+	// search and the Range it finds are then one array, where the
+	// pointers cost a port lookup four pages (the pointer array, a Range
+	// per probe). Under an emulated host (nested AMD-V: QEMU TCG flushes
+	// its software TLB at each world switch) every page a VMM touches
+	// between two entries costs the exit about 500 cycles
+	// (docs/exit-cost.md).
+	sorted  [numSpaces][]Range
 	movable [numSpaces][]*Range // consulted first
 }
 
@@ -265,11 +267,11 @@ func (b *Bus) Register(r Range) error {
 	list := append(b.fixed[r.Space], p)
 	sort.Slice(list, func(i, j int) bool { return list[i].Base < list[j].Base })
 	b.fixed[r.Space] = list
-	ends := make([]uint64, len(list))
+	sorted := make([]Range, len(list))
 	for i, f := range list {
-		ends[i] = f.End()
+		sorted[i] = *f
 	}
-	b.ends[r.Space] = ends
+	b.sorted[r.Space] = sorted
 	return nil
 }
 
@@ -282,18 +284,18 @@ func (b *Bus) Lookup(cpu int, s Space, addr uint64) (r *Range, base uint64) {
 			return m, at
 		}
 	}
-	list, ends := b.fixed[s], b.ends[s]
-	lo, hi := 0, len(ends)
+	list := b.sorted[s]
+	lo, hi := 0, len(list)
 	for lo < hi { // the first range that ends after addr
 		mid := int(uint(lo+hi) >> 1)
-		if ends[mid] <= addr {
+		if list[mid].End() <= addr {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
 	if lo < len(list) && list[lo].Base <= addr {
-		return list[lo], list[lo].Base
+		return &list[lo], list[lo].Base
 	}
 	return nil, 0
 }

@@ -14,6 +14,15 @@ func ior(nr, size uintptr) uintptr      { return ioc(iocRead, nr, size) }
 func iow(nr, size uintptr) uintptr      { return ioc(iocWrite, nr, size) }
 func iowr(nr, size uintptr) uintptr     { return ioc(iocRead|iocWrite, nr, size) }
 
+// KVM_RUN and KVM_INTERRUPT, which every exit and every injection make,
+// are constants (ioc's arithmetic written out; abi_test.go checks them
+// against the kernel's numbers): a variable's page would be one more that
+// each exit touches (vcpu/loop.go says why pages count).
+const (
+	kvmRun       = iocNone<<30 | kvmio<<8 | 0x80
+	kvmInterrupt = iocWrite<<30 | kvmio<<8 | 0x86 | 4<<16
+)
+
 var (
 	kvmGetAPIVersion       = io(0x00)
 	kvmCreateVM            = io(0x01)
@@ -24,12 +33,10 @@ var (
 	kvmSetUserMemoryRegion = iow(0x46, 32)
 	kvmSetTSSAddr          = io(0x47)
 	kvmSetIdentityMapAddr  = iow(0x48, 8)
-	kvmRun                 = io(0x80)
 	kvmGetRegs             = ior(0x81, 144)
 	kvmSetRegs             = iow(0x82, 144)
 	kvmGetSregs            = ior(0x83, 312)
 	kvmSetSregs            = iow(0x84, 312)
-	kvmInterrupt           = iow(0x86, 4)
 	kvmSetCPUID2           = iow(0x90, 8)
 	kvmNMI                 = io(0x9a)
 	kvmSMI                 = io(0xb7)

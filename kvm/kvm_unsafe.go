@@ -335,6 +335,46 @@ func (c *VCPU) MMIO() *MMIOExit { return (*MMIOExit)(unsafe.Pointer(&c.run.Exit[
 // MSR returns the rdmsr/wrmsr exit.
 func (c *VCPU) MSR() *MSRExit { return (*MSRExit)(unsafe.Pointer(&c.run.Exit[0])) }
 
+// What an exit and the entry after it use (SetImmediateExit,
+// SetRequestInterruptWindow, Interrupt) follows RunRaw and the exit
+// accessors: one file's neighbours share pages of code (vcpu/loop.go).
+
+// The first 32-bit word of kvm_run holds request_interrupt_window (byte 0)
+// and immediate_exit (byte 1). Another thread sets immediate_exit to kick a
+// vCPU, so both bytes are only ever changed with atomic read-modify-writes of
+// that word.
+func (c *VCPU) runWord() *uint32 { return (*uint32)(unsafe.Pointer(c.run)) }
+
+// SetImmediateExit sets or clears kvm_run.immediate_exit; safe from any thread.
+func (c *VCPU) SetImmediateExit(on bool) {
+	if on {
+		atomic.OrUint32(c.runWord(), 1<<8)
+	} else {
+		atomic.AndUint32(c.runWord(), ^uint32(1<<8))
+	}
+}
+
+// SetRequestInterruptWindow sets or clears kvm_run.request_interrupt_window.
+func (c *VCPU) SetRequestInterruptWindow(on bool) {
+	if on {
+		atomic.OrUint32(c.runWord(), 1)
+	} else {
+		atomic.AndUint32(c.runWord(), ^uint32(1))
+	}
+}
+
+// Interrupt queues an external interrupt vector (KVM_INTERRUPT); only valid
+// when kvm_run says ready_for_interrupt_injection.
+func (c *VCPU) Interrupt(vector uint8) error {
+	i := Interrupt{IRQ: uint32(vector)}
+	// KVM_INTERRUPT only queues the vector (kvm_vcpu_ioctl_interrupt): it
+	// never sleeps, so it needs no entersyscall, which an IPI's receiver
+	// would pay at every injection (docs/exit-cost.md). The conversion
+	// stays in RawSyscall's argument list (unsafe.Pointer's rule 4).
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmInterrupt, uintptr(unsafe.Pointer(&i)))
+	return wrap("KVM_INTERRUPT", errnoErr(e))
+}
+
 // Internal returns the internal-error exit.
 func (c *VCPU) Internal() *InternalExit { return (*InternalExit)(unsafe.Pointer(&c.run.Exit[0])) }
 
@@ -390,18 +430,6 @@ func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
 	copy(unsafe.Slice((*CPUIDEntry)(unsafe.Pointer(&buf[8])), len(entries)), entries)
 	err := ioctlPtr(c.fd, kvmSetCPUID2, &buf[0])
 	return wrap("KVM_SET_CPUID2", err)
-}
-
-// Interrupt queues an external interrupt vector (KVM_INTERRUPT); only valid
-// when kvm_run says ready_for_interrupt_injection.
-func (c *VCPU) Interrupt(vector uint8) error {
-	i := Interrupt{IRQ: uint32(vector)}
-	// KVM_INTERRUPT only queues the vector (kvm_vcpu_ioctl_interrupt): it
-	// never sleeps, so it needs no entersyscall, which an IPI's receiver
-	// would pay at every injection (docs/exit-cost.md). The conversion
-	// stays in RawSyscall's argument list (unsafe.Pointer's rule 4).
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmInterrupt, uintptr(unsafe.Pointer(&i)))
-	return wrap("KVM_INTERRUPT", errnoErr(e))
 }
 
 // NMI queues a non-maskable interrupt (KVM_NMI).
@@ -472,30 +500,6 @@ func readStruct[T any](b []byte, off int) (T, bool) {
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&v)), n), b[off:off+n])
 	return v, true
-}
-
-// The first 32-bit word of kvm_run holds request_interrupt_window (byte 0)
-// and immediate_exit (byte 1). Another thread sets immediate_exit to kick a
-// vCPU, so both bytes are only ever changed with atomic read-modify-writes of
-// that word.
-func (c *VCPU) runWord() *uint32 { return (*uint32)(unsafe.Pointer(c.run)) }
-
-// SetImmediateExit sets or clears kvm_run.immediate_exit; safe from any thread.
-func (c *VCPU) SetImmediateExit(on bool) {
-	if on {
-		atomic.OrUint32(c.runWord(), 1<<8)
-	} else {
-		atomic.AndUint32(c.runWord(), ^uint32(1<<8))
-	}
-}
-
-// SetRequestInterruptWindow sets or clears kvm_run.request_interrupt_window.
-func (c *VCPU) SetRequestInterruptWindow(on bool) {
-	if on {
-		atomic.OrUint32(c.runWord(), 1)
-	} else {
-		atomic.AndUint32(c.runWord(), ^uint32(1))
-	}
 }
 
 // msrsHead is struct kvm_msrs with room for one struct kvm_msr_entry.

@@ -42,7 +42,7 @@ func (v *VCPU) yieldIfDue() {
 
 // yieldIfTime is yieldIfDue's test of the clock, and the yield.
 func (v *VCPU) yieldIfTime() {
-	if tsc()-v.lastYield >= v.yieldEvery {
+	if v.tsc()-v.lastYield >= v.yieldEvery {
 		yield()
 		// The goroutine runs on a new scheduling tick from here, not from
 		// when it asked to yield: on a host with many more vCPUs than Ps
@@ -50,12 +50,24 @@ func (v *VCPU) yieldIfTime() {
 		// it every exit after the first yield yielded again (a 1024-vCPU
 		// storm in the nested AMD-V host: 322 vCPU goroutines queued in
 		// Gosched, one of them for 82 s).
-		v.lastYield = tsc()
+		v.lastYield = v.tsc()
 	}
 }
 
-// tsc and yield are kvm.RDTSC and runtime.Gosched, replaced in tests.
+// tsc is the host's TSC: RDTSC called directly, not through a function
+// value, which would cost every exit two more pages (the variable's and
+// the function value's: loop.go says why pages count); a test's clock
+// (testTSC, which New copies) replaces it.
+func (v *VCPU) tsc() uint64 {
+	if v.testTSC != nil {
+		return v.testTSC()
+	}
+	return kvm.RDTSC()
+}
+
+// testTSC is nil, or a test's TSC; yield is runtime.Gosched, replaced in
+// tests.
 var (
-	tsc   = kvm.RDTSC
-	yield = runtime.Gosched
+	testTSC func() uint64
+	yield   = runtime.Gosched
 )

@@ -131,6 +131,7 @@ type VCPU struct {
 	hostCPU   int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
 	yieldEvery, lastYield uint64
+	testTSC               func() uint64 // a test's TSC (package testTSC); nil: RDTSC
 	// rawRun is Config.RawRun (and a LAPIC of govmm's).
 	rawRun bool
 	done   <-chan struct{}
@@ -240,6 +241,7 @@ func New(id int, c Config) *VCPU {
 		v.counts = NopCounters{}
 	}
 	v.sig, v.yieldEvery, v.hostCPU = c.Signature, c.YieldEvery, -1
+	v.testTSC = testTSC
 	if c.Pin {
 		v.hostCPU = c.HostCPU
 	}

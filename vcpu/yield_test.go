@@ -11,9 +11,9 @@ import (
 func fakeYield(t *testing.T, now *uint64) *int {
 	t.Helper()
 	yields := 0
-	oldTSC, oldYield := tsc, yield
-	tsc, yield = func() uint64 { return *now }, func() { yields++; *now += yieldWait }
-	t.Cleanup(func() { tsc, yield = oldTSC, oldYield })
+	oldTSC, oldYield := testTSC, yield
+	testTSC, yield = func() uint64 { return *now }, func() { yields++; *now += yieldWait }
+	t.Cleanup(func() { testTSC, yield = oldTSC, oldYield })
 	return &yields
 }
 
@@ -26,7 +26,7 @@ const yieldWait = 1000
 func TestYieldIfDue(t *testing.T) {
 	var now uint64
 	yields := fakeYield(t, &now)
-	v := &VCPU{yieldEvery: 100}
+	v := &VCPU{yieldEvery: 100, testTSC: testTSC}
 	for _, step := range []struct {
 		now    uint64
 		yields int
@@ -45,7 +45,7 @@ func TestYieldIfDue(t *testing.T) {
 			t.Fatalf("at TSC %d: %d yields, want %d", step.now, *yields, step.yields)
 		}
 	}
-	off := &VCPU{}
+	off := &VCPU{testTSC: testTSC}
 	now = 1 << 40
 	off.yieldIfDue()
 	if *yields != 3 || off.lastYield != 0 {
