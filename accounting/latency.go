@@ -72,13 +72,16 @@ func (h *Histogram) Observe(ns int64) {
 
 // Latencies are a VM's interrupt latency histograms, per stage and per
 // destination kind of the IPI (device MSIs as one more kind, DeviceMSI).
-type Latencies [NumLatencyStages][numLatencyKinds]Histogram
+//
+// By kind, then stage: an IPI's stages are observed one after the other,
+// and so are on one page (4 KiB holds a kind's three), not three.
+type Latencies [numLatencyKinds][NumLatencyStages]Histogram
 
 // Observe counts one latency of an IPI of kind k (or a device MSI) at
 // stage s.
 func (l *Latencies) Observe(s LatencyStage, k IPIKind, ns int64) {
 	if s < NumLatencyStages && k < numLatencyKinds {
-		l[s][k].Observe(ns)
+		l[k][s].Observe(ns)
 	}
 }
 
@@ -125,7 +128,7 @@ func (l *Latencies) Report() []LatencyReport {
 func (l *Latencies) stageReport(s LatencyStage) []LatencyReport {
 	var out []LatencyReport
 	for k := range IPIKind(numLatencyKinds) {
-		h := &l[s][k]
+		h := &l[k][s]
 		r := LatencyReport{Kind: k.String(), Stage: s.String(), SumNs: h.SumNs.Load()}
 		var counts [NumLatencyBuckets]uint64
 		for i := range counts {

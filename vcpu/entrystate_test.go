@@ -61,11 +61,10 @@ func TestShutdownMessage(t *testing.T) {
 }
 
 func TestKickRetriesEAGAINAndCountsFailures(t *testing.T) {
-	defer func(f func(int, int, unix.Signal) error) { tgkill = f }(tgkill)
 	var acct accounting.VCPU
 	v := &VCPU{counts: &acct, pid: 1}
 	calls := 0
-	tgkill = func(pid, tid int, sig unix.Signal) error {
+	v.testTgkill = func(pid, tid int, sig unix.Signal) error {
 		calls++
 		if calls < 3 {
 			return unix.EAGAIN
@@ -77,13 +76,13 @@ func TestKickRetriesEAGAINAndCountsFailures(t *testing.T) {
 		t.Errorf("EAGAIN twice then success: %d calls, %d failures; want 3, 0", calls, acct.KicksFailed.Load())
 	}
 	calls = 0
-	tgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.ESRCH }
+	v.testTgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.ESRCH }
 	v.kick(7)
 	if calls != 1 || acct.KicksFailed.Load() != 1 {
 		t.Errorf("ESRCH: %d calls, %d failures; want 1, 1", calls, acct.KicksFailed.Load())
 	}
 	calls = 0
-	tgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.EAGAIN }
+	v.testTgkill = func(pid, tid int, sig unix.Signal) error { calls++; return unix.EAGAIN }
 	v.kick(7)
 	if calls != kickTries || acct.KicksFailed.Load() != 2 {
 		t.Errorf("EAGAIN forever: %d calls, %d failures; want %d, 2", calls, acct.KicksFailed.Load(), kickTries)

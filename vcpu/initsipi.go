@@ -26,7 +26,7 @@ func (v *VCPU) takeINIT() (vlapic.Pending, error) {
 	if err := v.completeExit(); err != nil {
 		return vlapic.Pending{}, err
 	}
-	v.pveoi.Reset()
+	v.pvReset()
 	v.lapic.InitReset()
 	if err := disableKVMPV(v.kvm); err != nil {
 		return vlapic.Pending{}, err

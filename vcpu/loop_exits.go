@@ -119,7 +119,7 @@ func (v *VCPU) settledEOI() bool {
 	if !v.acc.Settled || v.exceptionQueued {
 		return false
 	}
-	v.quiet = v.events == (vlapic.Events{}) && v.windowFor < 0 && !v.pveoi.Pending()
+	v.quiet = v.events == (vlapic.Events{}) && v.windowFor < 0 && !v.pvOffered
 	return v.quiet
 }
 

@@ -17,7 +17,7 @@ import (
 // pending vector is looked for (TakePending folds the AVIC backing page).
 // The events in the value are all the latched ones (v.events).
 func (v *VCPU) look() vlapic.Pending {
-	v.pveoi.Sync()
+	v.pvSync()
 	return v.latchPending(v.lapic.TakePending())
 }
 
@@ -27,7 +27,7 @@ func (v *VCPU) look() vlapic.Pending {
 // needs. A PV EOI the guest did is completed first (its vector would hide
 // a lower one), as look does.
 func (v *VCPU) enter() (vlapic.Pending, vlapic.Entry) {
-	v.pveoi.Sync()
+	v.pvSync()
 	e := v.lapic.Enter()
 	return v.latchPending(e.Pending), e
 }
@@ -115,7 +115,7 @@ func (v *VCPU) injectFixed(run *kvm.Run) (int, error) {
 	v.obs.Injected(v.id, ack.Vector)
 	v.log.add(evInject, uint32(ack.Vector), run.Sync.Regs.RIP)
 	if ack.PVEOI {
-		v.pveoi.Offer()
+		v.pvOffer()
 	}
 	return int(ack.Vector), nil
 }
@@ -127,7 +127,7 @@ func (v *VCPU) injectFixed(run *kvm.Run) (int, error) {
 // the look (quietEntry).
 func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 	return !p.Requested && v.events == (vlapic.Events{}) && !e.TimerArmed && v.windowFor < 0 &&
-		!v.pveoi.Pending() && !v.exceptionQueued
+		!v.pvOffered && !v.exceptionQueued
 }
 
 // quietEntry says whether this entry may skip prepareEntry's look at the
@@ -167,7 +167,7 @@ func (v *VCPU) quietEntry(run *kvm.Run) bool {
 // back, the guest's EOI exits, or was done and is completed here.
 func (v *VCPU) takeBackPVEOIOffer(p vlapic.Pending) {
 	if p.Requested {
-		v.pveoi.Complete()
+		v.pvComplete()
 	}
 }
 

@@ -196,7 +196,7 @@ const (
 // LAPIC where it is in KVM.
 func (v *VCPU) saveAPIC(s *Saved) error {
 	if v.inKernel == nil {
-		v.pveoi.Complete()
+		v.pvComplete()
 		s.PVEOI = v.pveoi.MSR()
 		return nil
 	}
@@ -228,7 +228,7 @@ func (v *VCPU) restoreAPIC(s Saved) error {
 		if s.KVMLAPIC != nil {
 			return errors.New("the saved state is of KVM's LAPIC, and this vCPU's is govmm's")
 		}
-		return v.pveoi.Restore(s.PVEOI)
+		return v.pvRestore(s.PVEOI)
 	}
 	if s.KVMLAPIC == nil || len(s.KVMLAPIC.Page) != len(kvm.LAPICState{}.Regs) {
 		return errors.New("the saved state has no register page for KVM's LAPIC")

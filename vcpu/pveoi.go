@@ -10,7 +10,9 @@ import "fmt"
 // these at fixed points, all on its own thread.
 type PVEOI interface {
 	// Sync completes an EOI the guest did through its PV EOI word: before
-	// each entry looks for a vector to inject, in a halt, at a kick.
+	// each entry looks for a vector to inject, in a halt, at a kick. Sync
+	// and Complete do nothing unless an offer stands (Pending): the loop
+	// calls them only then (pvOffered).
 	Sync()
 	// Complete takes the offer back at an entry with a vector requested
 	// (one held back by the vector in service, or one nested above it):
@@ -49,4 +51,46 @@ func (noPVEOI) Restore(msr uint64) error {
 		return fmt.Errorf("PV EOI's MSR was %#x, and PV EOI is off in this VM", msr)
 	}
 	return nil
+}
+
+// The loop's calls of its PVEOI. Pending changes only through the calls
+// below, all on the vCPU's thread, so pvOffered mirrors it and Sync and
+// Complete, which do nothing without an offer, are called only with one:
+// a guest that never enabled PV EOI (or a VM without it) costs an entry
+// no call into package pveoi, whose code and data are pages of their own
+// (loop.go says why pages count).
+
+func (v *VCPU) pvSync() {
+	if v.pvOffered {
+		v.pveoi.Sync()
+		v.pvOffered = v.pveoi.Pending()
+	}
+}
+
+func (v *VCPU) pvComplete() {
+	if v.pvOffered {
+		v.pveoi.Complete()
+		v.pvOffered = v.pveoi.Pending()
+	}
+}
+
+func (v *VCPU) pvOffer() {
+	v.pveoi.Offer()
+	v.pvOffered = v.pveoi.Pending()
+}
+
+func (v *VCPU) pvRetract() {
+	v.pveoi.Retract()
+	v.pvOffered = v.pveoi.Pending()
+}
+
+func (v *VCPU) pvReset() {
+	v.pveoi.Reset()
+	v.pvOffered = v.pveoi.Pending()
+}
+
+func (v *VCPU) pvRestore(msr uint64) error {
+	err := v.pveoi.Restore(msr)
+	v.pvOffered = v.pveoi.Pending()
+	return err
 }

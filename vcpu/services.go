@@ -43,7 +43,7 @@ func (v *VCPU) WithdrawInjection() error {
 	if err := v.kvm.SetEvents(ev); err != nil {
 		return err
 	}
-	v.pveoi.Retract()
+	v.pvRetract()
 	v.lapic.Unacknowledge(vec)
 	v.obs.Withdrawn(v.id, vec)
 	return nil

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/haltpoll"
@@ -124,14 +126,18 @@ type VCPU struct {
 	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, busMSR, x2apic)
 	eff     vlapic.Effect  // an x2APIC write's, filled in place (x2apic)
 	pveoi   PVEOI
-	clock   vlapic.Clock
+	// pvOffered is pveoi.Pending() as of the loop's last call of pveoi
+	// (pvSync and the rest, pveoi.go); the vCPU's thread only.
+	pvOffered bool
+	clock     vlapic.Clock
 	// haltClock is Config.HaltClock, or clock.
 	haltClock vlapic.Clock
 	mem       *memory.Memory
 	hostCPU   int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
 	yieldEvery, lastYield uint64
-	testTSC               func() uint64 // a test's TSC (package testTSC); nil: RDTSC
+	testTSC               func() uint64                             // a test's TSC (package testTSC); nil: RDTSC
+	testTgkill            func(pid, tid int, sig unix.Signal) error // a test's tgkill; nil: tgkill(2)
 	// rawRun is Config.RawRun (and a LAPIC of govmm's).
 	rawRun bool
 	done   <-chan struct{}

@@ -379,7 +379,8 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 		vm.kvmLAPICs = routing.NewKVMLAPICs(vm.kvm, n, vm.deliveryRefused)
 		delivery = vm.kvmLAPICs
 	} else {
-		vm.apics = vlapic.NewBus(n, vm.clock, vcpu.Set(vm.cpus), vlapic.Options{
+		sink := vcpu.Set(vm.cpus)
+		vm.apics = vlapic.NewBus(n, vm.clock, &sink, vlapic.Options{
 			TSCHz: vm.clock.tscHz, BusHz: 1e9, X2APIC: vm.cfg.X2APIC == X2APICOn, AVIC: vm.cfg.AVIC, PhysAddrBits: physAddrBits,
 			Observer: vm.obs})
 		delivery = vm.apics
