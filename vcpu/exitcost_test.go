@@ -110,14 +110,16 @@ func BenchmarkExit(b *testing.B) {
 	}
 }
 
-// TestX2APICSend: x2apicSend is the class lookup's answer for every
-// x2APIC MSR, read or written.
-func TestX2APICSend(t *testing.T) {
+// TestAPICSend: apicSend is the class lookup's answer for every APIC
+// register, x2APIC MSR or xAPIC offset, read or written.
+func TestAPICSend(t *testing.T) {
 	for msr := uint32(vlapic.MSRX2APICFirst); msr <= vlapic.MSRX2APICLast; msr++ {
 		r := vlapic.RegisterOfMSR(msr)
-		for _, write := range []bool{false, true} {
-			if got, want := x2apicSend(r), exitcause.APIC(true, write, uint16(r)).Class().IPISend(); got != want {
-				t.Errorf("MSR %#x (write %v): x2apicSend %v, the class says %v", msr, write, got, want)
+		for _, x2apic := range []bool{true, false} {
+			for _, write := range []bool{false, true} {
+				if got, want := apicSend(r), exitcause.APIC(x2apic, write, uint16(r)).Class().IPISend(); got != want {
+					t.Errorf("register %#x (x2APIC %v, write %v): apicSend %v, the class says %v", r, x2apic, write, got, want)
+				}
 			}
 		}
 	}

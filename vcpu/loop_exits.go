@@ -140,10 +140,10 @@ func (v *VCPU) quietTPR() bool {
 	return true
 }
 
-// x2apicSend is exitcause.APIC(true, write, r).Class().IPISend() without
-// the class lookup (TestX2APICSend): the causes take registers modulo
-// the xAPIC page's 64, and ICR, ICR2 and SELF_IPI are the sends'.
-func x2apicSend(r vlapic.Register) bool {
+// apicSend is exitcause.APIC(x2apic, write, r).Class().IPISend() without
+// the class lookup (TestAPICSend): the causes take registers modulo the
+// xAPIC page's 64, and ICR, ICR2 and SELF_IPI are the sends'.
+func apicSend(r vlapic.Register) bool {
 	r %= 64
 	return r == vlapic.RegICR || r == vlapic.RegICR2 || r == vlapic.RegSelfIPI
 }
@@ -191,6 +191,12 @@ func (v *VCPU) handleMMIO() (own bool, err error) {
 	m := v.kvm.MMIO()
 	data := m.Data[:min(int(m.Len), len(m.Data))]
 	write := m.IsWrite != 0
+	if v.lapic != nil {
+		if base, ok := v.lapic.PageBase(); ok && m.PhysAddr-base < xapicPageSize {
+			v.xapicPage(m.PhysAddr-base, data, write)
+			return true, nil
+		}
+	}
 	r, base := v.bus.Lookup(v.id, exitbus.MMIO, m.PhysAddr)
 	if r == nil {
 		v.counts.Exit(exitcause.MMIOOther)
@@ -254,7 +260,7 @@ func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
 	reg := vlapic.RegisterOfMSR(m.Index)
 	c := exitcause.APIC(true, write, uint16(reg))
 	v.counts.Exit(c)
-	v.sendExit = x2apicSend(reg)
+	v.sendExit = apicSend(reg)
 	v.tprWrite = c == tprWriteCause
 	v.acc.Value, v.acc.Settled = m.Data, false
 	if !write {
@@ -267,6 +273,30 @@ func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
 	err := v.lapic.WriteX2APIC(reg, m.Data, &v.eff)
 	v.acc.Settled = v.eff.Settled
 	return err
+}
+
+// xapicPageSize is the xAPIC page's size (routing's range).
+const xapicPageSize = 0x1000
+
+// xapicPage serves an access to the vCPU's own xAPIC page, at offset off,
+// on its LAPIC, as x2apic serves the x2APIC MSRs and as KVM does
+// (apic_mmio_write and apic_mmio_read, arch/x86/kvm/lapic.c, reached
+// before any other MMIO device): the page is the CPU's own, wherever its
+// APIC_BASE puts it. The bus holds it too (routing/lapic.go, a movable
+// range that Lookup consults before the fixed ones, as this comes before
+// Lookup), for the MMIO map and callers with no vCPU loop; the exit is
+// counted under the bus's cause (routing's xapicCause), and an IPI's send
+// is marked as access marks it. It skips the bus's lookup, the Access,
+// the cause's and the handler's indirect calls and the page they touch.
+func (v *VCPU) xapicPage(off uint64, data []byte, write bool) {
+	reg := vlapic.RegisterOfOffset(off)
+	v.counts.Exit(exitcause.APIC(false, write, uint16(reg)))
+	v.sendExit = apicSend(reg)
+	if write {
+		v.lapic.WriteMMIO(off, data)
+	} else {
+		v.lapic.ReadMMIO(off, data)
+	}
 }
 
 // access readies the vCPU's Access for one exit to range r and charges
