@@ -29,11 +29,22 @@ func (a *LAPIC) Base() uint64 {
 }
 
 // PageBase returns the physical address of the xAPIC page; ok is false
-// unless the LAPIC is in xAPIC mode (the page is not there otherwise).
+// unless the LAPIC is in xAPIC mode (the page is not there otherwise). It
+// takes no lock (an atomic mirror, publishPageLocked): the vCPU asks at
+// every MMIO exit, and only its own APIC_BASE writes move the page.
 func (a *LAPIC) PageBase() (addr uint64, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.base &^ 0xFFF &^ baseReserved, a.mode == ModeXAPIC
+	p := a.page.Load()
+	return p &^ 1, p&1 != 0
+}
+
+// publishPageLocked mirrors the xAPIC page's place into page (under mu,
+// whenever base or mode changes).
+func (a *LAPIC) publishPageLocked() {
+	var p uint64
+	if a.mode == ModeXAPIC {
+		p = a.base&^0xFFF&^baseReserved | 1
+	}
+	a.page.Store(p)
 }
 
 func modeOfBase(v uint64) (Mode, bool) {
@@ -68,6 +79,7 @@ func (a *LAPIC) SetBase(v uint64) error {
 		return ErrGP
 	}
 	a.base = v
+	a.publishPageLocked() // again below if the mode changes too
 	rebuild := false
 	if mode != old {
 		a.foldLocked() // posted vectors are accepted or dropped by the old mode

@@ -20,7 +20,8 @@ import (
 // that reads IRR or looks for a pending vector calls first). key, fixedOK
 // and ppr are atomic mirrors written under mu and read without it by the
 // Bus (routing rebuilds, lowest-priority arbitration and AVIC posting), so
-// that no path ever holds two LAPIC locks.
+// that no path ever holds two LAPIC locks; page is one too, read by the
+// vCPU at each MMIO exit (PageBase).
 type LAPIC struct {
 	bus *Bus
 	cpu int
@@ -28,6 +29,7 @@ type LAPIC struct {
 	key     atomic.Uint32 // routing identity: see makeKey
 	fixedOK atomic.Bool   // enabled in hardware and software: takes Fixed
 	ppr     atomic.Uint32 // mirror of pprv
+	page    atomic.Uint64 // the xAPIC page's base | 1 in xAPIC mode, else 0
 	lpWins  atomic.Uint64 // lowest-priority interrupts won, for tie-breaking
 	pir     pir           // AVIC IRR backing page: any sender ORs, mu holders fold
 
@@ -94,6 +96,7 @@ func keyLDR(k uint32) uint8   { return uint8(k >> 16) }
 func (a *LAPIC) publishLocked() bool {
 	k := makeKey(a.mode, uint8(a.dfr>>28), a.xid, uint8(a.ldr>>24))
 	a.fixedOK.Store(a.mode != ModeDisabled && a.svr&svrEnable != 0)
+	a.publishPageLocked()
 	return a.key.Swap(k) != k
 }
 

@@ -395,6 +395,16 @@ func TestSetBase(t *testing.T) {
 			if v, err := a.ReadMSR(MSRAPICBase); err != nil || v != a.Base() {
 				t.Fatalf("APIC_BASE MSR %#x %v", v, err)
 			}
+			// PageBase's lock-free mirror follows base and mode.
+			if addr, ok := a.PageBase(); ok != (a.Mode() == ModeXAPIC) || ok && addr != a.Base()&^0xFFF {
+				t.Fatalf("PageBase %#x %v with base %#x, mode %d", addr, ok, a.Base(), a.Mode())
+			}
+			// ...and a restore's.
+			c := NewBus(2, &fakeClock{}, nil, Options{X2APIC: tc.x2})
+			must(t, c.LAPIC(1).Restore(a.Save()))
+			if addr, ok := c.LAPIC(1).PageBase(); ok != (a.Mode() == ModeXAPIC) || ok && addr != a.Base()&^0xFFF {
+				t.Fatalf("restored PageBase %#x %v with base %#x, mode %d", addr, ok, a.Base(), a.Mode())
+			}
 		})
 	}
 
