@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: exit-instructions floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: exit-instructions exit-pages floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -304,6 +304,13 @@ exit-instructions: $(CACHE)/.valgrind
 	@scripts/exit-instructions.sh $(CACHE)/bin/vcpu.test
 $(CACHE)/.valgrind: Makefile
 	$(call install-missing,valgrind)
+
+# The distinct pages govmm touches per exit (bench-exits under valgrind's
+# lackey; scripts/exit-pages.sh): what a nested AMD-V exit's excess over
+# the floor follows (QEMU's TCG flushes its software TLB at each world
+# switch). Needs a /dev/kvm, any (this machine's kvm_pvm will do).
+exit-pages: build guests floorvmm $(CACHE)/.valgrind
+	@scripts/exit-pages.sh $(BIN) $(CACHE)/bin/floorvmm
 
 # bench-exits inside the nested VT-x host (Bochs, kvm_intel): govmm and the
 # floor VMM built static (Bochs's L1 is a busybox), side by side there.
