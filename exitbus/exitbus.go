@@ -229,16 +229,15 @@ func (r *Range) String() string {
 
 // Bus is the VM's map of ranges; the zero value is empty and ready.
 type Bus struct {
-	fixed [numSpaces][]*Range // sorted by Base, disjoint
-	// sorted is fixed by value, in the same order, a new array at each
-	// Register (a Range Lookup returned stays as it was): Lookup's binary
-	// search and the Range it finds are then one array, where the
+	// fixed is sorted by Base, disjoint, and held by value, a new array
+	// at each Register (a Range Lookup returned stays as it was): Lookup's
+	// binary search and the Range it finds are then one array, where
 	// pointers cost a port lookup four pages (the pointer array, a Range
 	// per probe). Under an emulated host (nested AMD-V: QEMU TCG flushes
 	// its software TLB at each world switch) every page a VMM touches
 	// between two entries costs the exit about 500 cycles
 	// (docs/exit-cost.md).
-	sorted  [numSpaces][]Range
+	fixed   [numSpaces][]Range
 	movable [numSpaces][]*Range // consulted first
 }
 
@@ -252,27 +251,28 @@ func (b *Bus) Register(r Range) error {
 	if r.Len == 0 || r.Base+r.Len < r.Base || r.Handler == nil {
 		return fmt.Errorf("exitbus: %s: empty range, wraps around or has no handler", &r)
 	}
-	for _, list := range [][]*Range{b.fixed[r.Space], b.movable[r.Space]} {
-		for _, o := range list {
-			if r.Base < o.End() && o.Base < r.End() {
-				return fmt.Errorf("exitbus: %s overlaps %s", &r, o)
-			}
+	for _, o := range b.ranges(r.Space) {
+		if r.Base < o.End() && o.Base < r.End() {
+			return fmt.Errorf("exitbus: %s overlaps %s", &r, o)
 		}
 	}
-	p := &r
 	if r.At != nil {
-		b.movable[r.Space] = append(b.movable[r.Space], p)
+		b.movable[r.Space] = append(b.movable[r.Space], &r)
 		return nil
 	}
-	list := append(b.fixed[r.Space], p)
+	list := append(append(make([]Range, 0, len(b.fixed[r.Space])+1), b.fixed[r.Space]...), r)
 	sort.Slice(list, func(i, j int) bool { return list[i].Base < list[j].Base })
 	b.fixed[r.Space] = list
-	sorted := make([]Range, len(list))
-	for i, f := range list {
-		sorted[i] = *f
-	}
-	b.sorted[r.Space] = sorted
 	return nil
+}
+
+// ranges is every range of space s, fixed then movable.
+func (b *Bus) ranges(s Space) []*Range {
+	list := make([]*Range, 0, len(b.fixed[s])+len(b.movable[s]))
+	for i := range b.fixed[s] {
+		list = append(list, &b.fixed[s][i])
+	}
+	return append(list, b.movable[s]...)
 }
 
 // Lookup finds the range that serves vCPU cpu's access at addr: its own
@@ -284,7 +284,7 @@ func (b *Bus) Lookup(cpu int, s Space, addr uint64) (r *Range, base uint64) {
 			return m, at
 		}
 	}
-	list := b.sorted[s]
+	list := b.fixed[s]
 	lo, hi := 0, len(list)
 	for lo < hi { // the first range that ends after addr
 		mid := int(uint(lo+hi) >> 1)
@@ -329,7 +329,7 @@ func (e Entry) String() string {
 func (b *Bus) Map() []Entry {
 	var out []Entry
 	for s := range numSpaces {
-		list := append(append([]*Range(nil), b.fixed[s]...), b.movable[s]...)
+		list := b.ranges(s)
 		sort.Slice(list, func(i, j int) bool { return list[i].Base < list[j].Base })
 		for _, r := range list {
 			out = append(out, Entry{Space: s, Base: r.Base, End: r.End() - 1, Name: r.Name,
@@ -342,8 +342,8 @@ func (b *Bus) Map() []Entry {
 // FilteredMSRs lists the MSR ranges registered with Filter, by index.
 func (b *Bus) FilteredMSRs() []*Range {
 	var out []*Range
-	for _, r := range b.fixed[MSR] {
-		if r.Filter {
+	for i := range b.fixed[MSR] {
+		if r := &b.fixed[MSR][i]; r.Filter {
 			out = append(out, r)
 		}
 	}
