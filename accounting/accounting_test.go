@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govmm/govmm/exitcause"
 )
@@ -15,17 +16,17 @@ import (
 func TestSections(t *testing.T) {
 	a := NewVM(2)
 	a.Delivery = "avic"
-	a.CPUs[0].Exit(exitcause.HLT) // before: not in the section
-	a.CPUs[0].Exit(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.HLT) // before: not in the section
+	a.CPUs[0].Exits.Count(exitcause.PIOMark)
 	a.Mark(0, 7)
-	a.CPUs[0].Exit(exitcause.APIC(true, true, 0x30))
-	a.CPUs[1].Exit(exitcause.APIC(true, true, 0x0B))
-	a.CPUs[1].Exit(exitcause.HLT)
-	a.CPUs[0].Exit(exitcause.PIOMark) // a read of the marker's ports (is CPU 1 halted?)
-	a.CPUs[1].Exit(exitcause.PIOMark)
-	a.CPUs[0].Exit(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.APIC(true, true, 0x30))
+	a.CPUs[1].Exits.Count(exitcause.APIC(true, true, 0x0B))
+	a.CPUs[1].Exits.Count(exitcause.HLT)
+	a.CPUs[0].Exits.Count(exitcause.PIOMark) // a read of the marker's ports (is CPU 1 halted?)
+	a.CPUs[1].Exits.Count(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.PIOMark)
 	a.Mark(0, 0)
-	a.CPUs[1].Exit(exitcause.HLT) // after: not in the section
+	a.CPUs[1].Exits.Count(exitcause.HLT) // after: not in the section
 	secs := a.Sections()
 	if len(secs) != 1 || secs[0].ID != 7 {
 		t.Fatalf("sections %+v", secs)
@@ -99,7 +100,7 @@ func BenchmarkExit(b *testing.B) {
 	a := NewVM(1)
 	b.ReportAllocs()
 	for b.Loop() {
-		a.CPUs[0].Exit(exitcause.HLT)
+		a.CPUs[0].Exits.Count(exitcause.HLT)
 	}
 }
 
@@ -123,7 +124,7 @@ func TestTableColumns(t *testing.T) {
 		exitcause.APIC(true, true, 0x38), exitcause.APIC(true, true, 0x38), exitcause.APIC(false, true, 0x38),
 		exitcause.APIC(true, true, 0x0B), exitcause.MSRPVEOIWrite, exitcause.MMIOIOAPICEOIWrite, exitcause.MSRPVIPI,
 		exitcause.PIOSerial, exitcause.HLT, exitcause.Kick, exitcause.KickSpurious, exitcause.RecoverXSAVE} {
-		a.CPUs[0].Exit(c)
+		a.CPUs[0].Exits.Count(c)
 	}
 	var buf bytes.Buffer
 	a.Report().WriteTable(&buf)
@@ -380,18 +381,18 @@ func TestChargeByReason(t *testing.T) {
 // prints both.
 func TestIPIExits(t *testing.T) {
 	a := NewVM(3)
-	a.CPUs[0].Exit(exitcause.APIC(false, true, 0x31)) // ICR2
-	a.CPUs[0].Exit(exitcause.APIC(false, true, 0x30)) // ICR: one physical IPI to CPU 1
+	a.CPUs[0].Exits.Count(exitcause.APIC(false, true, 0x31)) // ICR2
+	a.CPUs[0].Exits.Count(exitcause.APIC(false, true, 0x30)) // ICR: one physical IPI to CPU 1
 	a.CPUs[0].IPISent[IPIXAPICPhysical].Add(1)
 	a.CPUs[0].IPIDelivered[IPIXAPICPhysical].Add(1)
-	a.CPUs[1].Exit(exitcause.HLT)
+	a.CPUs[1].Exits.Count(exitcause.HLT)
 	a.CPUs[1].Charge(uint8(IPIXAPICPhysical), ChargeHLT)
-	a.CPUs[1].Exit(exitcause.APIC(false, true, 0x0B)) // EOI
+	a.CPUs[1].Exits.Count(exitcause.APIC(false, true, 0x0B)) // EOI
 	a.CPUs[1].Charge(uint8(IPIXAPICPhysical), ChargeEOI)
-	a.CPUs[2].Exit(exitcause.MSRPVIPI) // one PV send-IPI to CPUs 0 and 1
+	a.CPUs[2].Exits.Count(exitcause.MSRPVIPI) // one PV send-IPI to CPUs 0 and 1
 	a.CPUs[2].IPISent[IPIParavirt].Add(1)
 	a.CPUs[2].IPIDelivered[IPIParavirt].Add(2)
-	a.CPUs[0].Exit(exitcause.HLT)
+	a.CPUs[0].Exits.Count(exitcause.HLT)
 	a.CPUs[0].Charge(uint8(IPIParavirt), ChargeHLT)
 	r := a.Report()
 	e := r.Total.IPIExits()
@@ -433,4 +434,37 @@ func BenchmarkLatencyObserve(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestSectionEndsOutsideExits: a section's end does not fall between a
+// vCPU's exit and what serving it counts (an ICR write's IPIs), nor waits
+// for a vCPU serving the marker's port. Once in CI a section opened
+// between a sender's exit count and its delivery count: 62 send exits
+// beside 63 IPIs.
+func TestSectionEndsOutsideExits(t *testing.T) {
+	a := NewVM(3)
+	icr := exitcause.APIC(true, true, 0x30)
+	k := IPIX2APICPhysical
+	a.CPUs[2].Exits.Begin(exitcause.PIOMark) // CPU 2 asks the marker something, and waits
+	a.CPUs[1].Exits.Begin(icr)               // CPU 1 is serving an ICR write as CPU 0 opens a section
+	opened := make(chan struct{})
+	go func() {
+		a.Mark(0, 1)
+		close(opened)
+	}()
+	time.Sleep(10 * time.Millisecond) // the mark's chance to look too early
+	a.CPUs[1].IPISent[k].Add(1)
+	a.CPUs[1].IPIDelivered[k].Add(1)
+	a.CPUs[1].Exits.End()
+	<-opened
+	a.CPUs[1].Exits.Begin(icr) // one whole send inside
+	a.CPUs[1].IPISent[k].Add(1)
+	a.CPUs[1].IPIDelivered[k].Add(1)
+	a.CPUs[1].Exits.End()
+	a.Mark(0, 0)
+	a.CPUs[2].Exits.End()
+	s := a.Sections()[0].CPUs[1]
+	if s.Exits[icr] != 1 || s.IPISent[k] != 1 || s.IPIDelivered[k] != 1 {
+		t.Fatalf("section: %d ICR exits, %d sent, %d delivered; want 1 each", s.Exits[icr], s.IPISent[k], s.IPIDelivered[k])
+	}
 }

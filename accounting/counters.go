@@ -18,7 +18,10 @@ import (
 // are written by whichever thread delivers or kicks. Every field is a
 // plain atomic: counting is one lock-free add, with no allocation.
 type VCPU struct {
-	Exits        [exitcause.NumCauses]atomic.Uint64
+	// Exits are counted by the vCPU's loop itself (vcpu.Config.Counters
+	// hands it this Tally), and a section reads the whole VCPU outside
+	// an exit's window (StableSnapshot).
+	Exits        exitcause.Tally
 	IPISent      [NumIPIKinds]atomic.Uint64 // ICR writes that sent an IPI, by kind
 	IPIDelivered [NumIPIKinds]atomic.Uint64 // targets those IPIs reached
 	// IPIRecvExits are this vCPU's exits that an IPI to it caused, by the
@@ -139,9 +142,10 @@ func byWhy(why ChargeReason, hlt, kick, window, eoi *atomic.Uint64) *atomic.Uint
 	}
 }
 
-// Exit counts one exit of cause c. It and the methods below are the vCPU
-// loop's counters (vcpu.Counters): each is one lock-free add.
-func (v *VCPU) Exit(c exitcause.Cause) { v.Exits[c].Add(1) }
+// ExitTally hands the vCPU loop the Tally it counts its exits in. It and
+// the methods below are the vCPU loop's counters (vcpu.Counters): each
+// is one lock-free add.
+func (v *VCPU) ExitTally() *exitcause.Tally { return &v.Exits }
 
 // Woke counts a wake-up from HLT or wait-for-SIPI.
 func (v *VCPU) Woke() { v.Wakeups.Add(1) }
@@ -185,10 +189,11 @@ type Snapshot struct {
 	CPUCounters[uint64]
 }
 
-// Snapshot copies the counters (each one atomically, the set not).
+// Snapshot copies the counters (each one atomically, the set not: a
+// live view's).
 func (v *VCPU) Snapshot() Snapshot {
 	var s Snapshot
-	load(s.Exits[:], v.Exits[:])
+	v.Exits.LoadAll(&s.Exits)
 	load(s.IPISent[:], v.IPISent[:])
 	load(s.IPIDelivered[:], v.IPIDelivered[:])
 	load(s.IPIRecvExits[:], v.IPIRecvExits[:])
@@ -196,6 +201,17 @@ func (v *VCPU) Snapshot() Snapshot {
 	for _, k := range CPUCounterTable {
 		*s.At(k) = v.At(k).Load()
 	}
+	return s
+}
+
+// StableSnapshot copies the counters at a moment the vCPU is serving no
+// exit whose handler counts beside it (exitcause.Tally's window), so that
+// an ICR write's exit and its IPIs fall on the same side of the copy. It
+// does not wait for a vCPU serving the marker's port (PIOMark): that
+// handler may be waiting for the caller, and counts nothing beside it.
+func (v *VCPU) StableSnapshot() Snapshot {
+	var s Snapshot
+	v.Exits.ReadOutside(func() { s = v.Snapshot() }, func(c exitcause.Cause) bool { return c != exitcause.PIOMark })
 	return s
 }
 

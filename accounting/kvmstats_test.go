@@ -21,13 +21,13 @@ func TestSectionsOnKVMLAPIC(t *testing.T) {
 	var fail error
 	a.KVM = func() ([]KVMCounts, error) { return append([]KVMCounts(nil), now...), fail }
 	now = []KVMCounts{{KVMExits: 100, KVMIRQExits: 10, KVMIOExits: 5}, {KVMExits: 50, KVMHaltExits: 7}}
-	a.CPUs[0].Exit(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.PIOMark)
 	a.Mark(0, 1)
 	// In the section: CPU 0 sends 3 IPIs (3 exits KVM serves), takes 4 host
 	// interrupts and reads the marker twice; CPU 1 halts and EOIs 3 times.
-	a.CPUs[0].Exit(exitcause.PIOMark)
-	a.CPUs[0].Exit(exitcause.PIOMark)
-	a.CPUs[0].Exit(exitcause.PIOMark) // the closing write
+	a.CPUs[0].Exits.Count(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.PIOMark)
+	a.CPUs[0].Exits.Count(exitcause.PIOMark) // the closing write
 	now = []KVMCounts{{KVMExits: 100 + 3 + 4 + 3, KVMIRQExits: 14, KVMIOExits: 5 + 3}, {KVMExits: 56, KVMHaltExits: 10}}
 	a.Mark(0, 0)
 	sec := a.Sections()[0]

@@ -65,6 +65,16 @@ func (a *VM) Snapshot() []Snapshot {
 	return out
 }
 
+// stableSnapshot copies every vCPU's counters, each outside its exits'
+// windows (VCPU.StableSnapshot): a section's ends.
+func (a *VM) stableSnapshot() []Snapshot {
+	out := make([]Snapshot, len(a.CPUs))
+	for i := range a.CPUs {
+		out[i] = a.CPUs[i].StableSnapshot()
+	}
+	return out
+}
+
 // Mark handles a write to the window port: id > 0 opens section id (closing
 // any open one), 0 closes the open one. The marker's own exits (the one
 // that calls Mark, already counted on cpu, and the guest's reads of the
@@ -73,7 +83,7 @@ func (a *VM) Snapshot() []Snapshot {
 func (a *VM) Mark(cpu int, id int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	snap := a.Snapshot()
+	snap := a.stableSnapshot()
 	var kvmSnap []KVMCounts
 	var kvmErr error
 	if a.KVM != nil {

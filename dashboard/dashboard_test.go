@@ -65,13 +65,13 @@ var eoiWrite = exitcause.APIC(true, true, 0x0B)
 // the receivers take them with one EOI and one HLT each.
 func (f *fakeSource) ipis(n int) {
 	for range n {
-		f.acct.CPUs[0].Exit(icrWrite)
+		f.acct.CPUs[0].Exits.Count(icrWrite)
 		f.acct.CPUs[0].IPISent[accounting.IPIX2APICLogical].Add(1)
 		f.acct.CPUs[0].IPIDelivered[accounting.IPIX2APICLogical].Add(2)
 		for _, c := range []int{1, 2} {
 			f.acct.CPUs[c].Injected.Add(1)
-			f.acct.CPUs[c].Exit(eoiWrite)
-			f.acct.CPUs[c].Exit(exitcause.HLT)
+			f.acct.CPUs[c].Exits.Count(eoiWrite)
+			f.acct.CPUs[c].Exits.Count(exitcause.HLT)
 		}
 	}
 }
@@ -100,7 +100,7 @@ func TestStateRates(t *testing.T) {
 	f.ipis(10)
 	s.sampleNow(t0)
 	f.ipis(50)
-	f.acct.CPUs[1].Exit(exitcause.Kick)
+	f.acct.CPUs[1].Exits.Count(exitcause.Kick)
 	s.sampleNow(t0.Add(2 * time.Second))
 	var st State
 	getJSON(t, s.Handler(), "/api/v1/state", &st)
@@ -458,10 +458,10 @@ func TestPVIPISender(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s.sampleNow(t0)
 	for range 4 {
-		f.acct.CPUs[0].Exit(exitcause.MSRPVIPI)
+		f.acct.CPUs[0].Exits.Count(exitcause.MSRPVIPI)
 		f.acct.CPUs[0].IPISent[accounting.IPIParavirt].Add(1)
 		f.acct.CPUs[0].IPIDelivered[accounting.IPIParavirt].Add(1)
-		f.acct.CPUs[1].Exit(eoiWrite)
+		f.acct.CPUs[1].Exits.Count(eoiWrite)
 	}
 	s.sampleNow(t0.Add(time.Second))
 	var st State

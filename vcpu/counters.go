@@ -16,8 +16,9 @@ import "github.com/govmm/govmm/exitcause"
 // kicks the vCPU (Notify); every other method only by the vCPU's own
 // thread.
 type Counters interface {
-	// Exit counts one exit the loop served, by its cause.
-	Exit(exitcause.Cause)
+	// ExitTally is where the loop counts the exits it serves, by cause
+	// (asked once, at New). Its own, never nil.
+	ExitTally() *exitcause.Tally
 	// Woke counts a wake-up from HLT or wait-for-SIPI.
 	Woke()
 	// HaltPollBegan counts a halt poll as it begins (so that a poll in
@@ -43,16 +44,17 @@ type Counters interface {
 	SMI(taken bool)
 }
 
-// NopCounters counts nothing: a loop without it runs the same.
+// NopCounters counts nothing anyone reads: a loop without it runs the
+// same (its exits go to a Tally of its own).
 type NopCounters struct{}
 
-func (NopCounters) Exit(exitcause.Cause) {}
-func (NopCounters) Woke()                {}
-func (NopCounters) HaltPollBegan()       {}
-func (NopCounters) HaltPollEnded(uint64) {}
-func (NopCounters) HaltPollHit()         {}
-func (NopCounters) KickSent()            {}
-func (NopCounters) KickFailed()          {}
-func (NopCounters) HostSignal()          {}
-func (NopCounters) NMIInjected()         {}
-func (NopCounters) SMI(bool)             {}
+func (NopCounters) ExitTally() *exitcause.Tally { return new(exitcause.Tally) }
+func (NopCounters) Woke()                       {}
+func (NopCounters) HaltPollBegan()              {}
+func (NopCounters) HaltPollEnded(uint64)        {}
+func (NopCounters) HaltPollHit()                {}
+func (NopCounters) KickSent()                   {}
+func (NopCounters) KickFailed()                 {}
+func (NopCounters) HostSignal()                 {}
+func (NopCounters) NMIInjected()                {}
+func (NopCounters) SMI(bool)                    {}

@@ -530,7 +530,7 @@ func (r *rig) deliver(cpu int, vec uint8) {
 	r.apics.Deliver(vlapic.Message{Vector: vec, Delivery: vlapic.Fixed, Dest: uint32(cpu), Source: -1})
 }
 
-func (r *rig) exits(cpu int, c exitcause.Cause) uint64 { return r.acct.CPUs[cpu].Exits[c].Load() }
+func (r *rig) exits(cpu int, c exitcause.Cause) uint64 { return r.acct.CPUs[cpu].Exits.Load(c) }
 
 // wantExits checks every exit count of vCPU cpu: those in want, zero for
 // every other cause.

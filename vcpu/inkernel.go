@@ -53,15 +53,19 @@ func (v *VCPU) runInKernel(run *kvm.Run) error {
 		} else if run.ExitReason == kvm.ExitIOAPICEOI {
 			vec := v.inKernel.IOAPICEOIVector()
 			v.log.add(evExit, run.ExitReason, run.Sync.Regs.RIP)
-			v.counts.Exit(exitcause.IOAPICEOIExit)
+			v.exits.Count(exitcause.IOAPICEOIExit)
 			if v.ioapicEOI != nil {
 				v.ioapicEOI(vec)
 			}
-		} else if err := v.handleExit(run); err != nil {
-			if errors.Is(err, errStop) {
-				return nil
+		} else {
+			err := v.handleExit(run)
+			v.exits.End() // the window an exit's count opened (exitcause.Tally), if one did
+			if err != nil {
+				if errors.Is(err, errStop) {
+					return nil
+				}
+				return &Error{v.id, err}
 			}
-			return &Error{v.id, err}
 		}
 		v.countInKernelKick()
 	}
@@ -76,8 +80,8 @@ func (v *VCPU) countInKernelKick() {
 	}
 	v.kicked = false
 	if v.stopped() {
-		v.counts.Exit(exitcause.Kick)
+		v.exits.Count(exitcause.Kick)
 		return
 	}
-	v.counts.Exit(exitcause.KickSpurious)
+	v.exits.Count(exitcause.KickSpurious)
 }

@@ -69,7 +69,7 @@ func TestInKernelLoop(t *testing.T) {
 		}
 	}
 	for c, want := range map[exitcause.Cause]uint64{exitcause.PIOSerial: 2, exitcause.IOAPICEOIExit: 1, exitcause.KickSpurious: 1, exitcause.Kick: 0} {
-		if got := acct.CPUs[0].Exits[c].Load(); got != want {
+		if got := acct.CPUs[0].Exits.Load(c); got != want {
 			t.Errorf("%s: %d exits, want %d", c, got, want)
 		}
 	}
@@ -91,7 +91,7 @@ func TestInKernelStop(t *testing.T) {
 	if err := <-ret; err != nil {
 		t.Fatalf("loop ended with %v, want nil at the VM's end", err)
 	}
-	if got := acct.CPUs[0].Exits[exitcause.Kick].Load(); got != 1 {
+	if got := acct.CPUs[0].Exits.Load(exitcause.Kick); got != 1 {
 		t.Errorf("%d kick exits, want 1", got)
 	}
 }

@@ -143,10 +143,11 @@ func (v *VCPU) countKick(p vlapic.Pending) {
 	v.kicked, v.signalled = false, false
 	switch {
 	case p.Work() || v.stopped():
+		v.exits.Begin(exitcause.Kick) // read with its charge (exitFor)
 		v.exitFor(p.Fixed, p.Vector, vlapic.ExitKick)
-		v.counts.Exit(exitcause.Kick)
+		v.exits.End()
 	case kicked:
-		v.counts.Exit(exitcause.KickSpurious)
+		v.exits.Count(exitcause.KickSpurious)
 	default:
 		v.counts.HostSignal()
 	}

@@ -118,7 +118,9 @@ func (v *VCPU) Run() error {
 			}
 			return &Error{v.id, fmt.Errorf("KVM_RUN: %w", err)}
 		}
-		if err := v.handleExit(run); err != nil {
+		err = v.handleExit(run)
+		v.exits.End() // the window an exit's count opened (exitcause.Tally), if one did
+		if err != nil {
 			if errors.Is(err, errStop) {
 				return nil
 			}

@@ -26,21 +26,21 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 			return err
 		}
 	case r == kvm.ExitHLT:
-		v.counts.Exit(exitcause.HLT)
+		v.exits.Count(exitcause.HLT) // no window: the halt waits, and its wake-up is charged when it comes
 		if !v.halt(run.IFFlag != 0) {
 			return errStop
 		}
 	case r == kvm.ExitIRQWindowOpen:
-		v.counts.Exit(exitcause.IRQWindow)
+		v.exits.Begin(exitcause.IRQWindow) // the window charged to its interrupt (exitFor) is read with it
 		v.exitFor(v.windowFor >= 0, uint8(v.windowFor), vlapic.ExitWindow)
 	case r == kvm.ExitIntr:
 		v.endedBy() // counted by the next entry's look (countKick)
 	case r == kvm.ExitSetTPR:
-		v.counts.Exit(exitcause.SetTPR)
+		v.exits.Count(exitcause.SetTPR)
 	case r == kvm.ExitInternalError:
 		return v.recover()
 	case r == kvm.ExitShutdown:
-		v.counts.Exit(exitcause.Shutdown)
+		v.exits.Count(exitcause.Shutdown)
 		msg := shutdownMessage(hostIsAMD, run.Sync.Regs.RIP, v.prevExitRIP)
 		if !hostIsAMD {
 			msg += v.shutdownSegments()
@@ -49,14 +49,14 @@ func (v *VCPU) handleExit(run *kvm.Run) error {
 		// on AMD all there is to tell a guest's own wreck from govmm's.
 		return shutdownError(msg + "; its last events: " + v.log.String() + v.sipiPageBytes())
 	case r == kvm.ExitFailEntry:
-		v.counts.Exit(exitcause.Other)
+		v.exits.Count(exitcause.Other)
 		return fmt.Errorf("KVM could not enter the guest (hardware entry failure reason %#x)",
 			v.kvm.FailEntry().HardwareEntryFailureReason)
 	case r == kvm.ExitSystemEvent:
-		v.counts.Exit(exitcause.Other)
+		v.exits.Count(exitcause.Other)
 		return fmt.Errorf("guest system event %d", v.kvm.SystemEvent().Type)
 	default:
-		v.counts.Exit(exitcause.Other)
+		v.exits.Count(exitcause.Other)
 		return fmt.Errorf("unhandled KVM exit reason %d at RIP %#x", run.ExitReason, run.Sync.Regs.RIP)
 	}
 	v.prevExitRIP = run.Sync.Regs.RIP
@@ -168,7 +168,7 @@ func (v *VCPU) handleIO() error {
 	write := e.Direction != kvm.IOIn
 	r, base := v.bus.Lookup(v.id, exitbus.PIO, uint64(e.Port))
 	if r == nil {
-		v.counts.Exit(exitcause.PIOOther)
+		v.exits.Count(exitcause.PIOOther)
 		if !write {
 			fill(data)
 		}
@@ -202,7 +202,7 @@ func (v *VCPU) handleMMIO() (own bool, err error) {
 	}
 	r, base := v.bus.Lookup(v.id, exitbus.MMIO, m.PhysAddr)
 	if r == nil {
-		v.counts.Exit(exitcause.MMIOOther)
+		v.exits.Count(exitcause.MMIOOther)
 		if !write {
 			fill(data)
 		}
@@ -221,7 +221,7 @@ func (v *VCPU) busMSR(m *kvm.MSRExit, write bool) error {
 	r, base := v.bus.Lookup(v.id, exitbus.MSR, uint64(m.Index))
 	var err error
 	if r == nil {
-		v.counts.Exit(pick(write, exitcause.MSROtherWrite, exitcause.MSROtherRead))
+		v.exits.Count(pick(write, exitcause.MSROtherWrite, exitcause.MSROtherRead))
 		err = vlapic.ErrGP
 	} else {
 		a := v.access(r, uint64(m.Index), base, write)
@@ -262,7 +262,7 @@ func (v *VCPU) msrError(m *kvm.MSRExit, err error) error {
 func (v *VCPU) x2apic(m *kvm.MSRExit, write bool) error {
 	reg := vlapic.RegisterOfMSR(m.Index)
 	c := exitcause.APIC(true, write, uint16(reg))
-	v.counts.Exit(c)
+	v.exits.Begin(c) // an ICR write's IPIs, an EOI's charge: read with it (Run ends the window)
 	v.sendExit = apicSend(reg)
 	v.tprWrite = c == tprWriteCause
 	v.acc.Value, v.acc.Settled = m.Data, false
@@ -293,7 +293,7 @@ const xapicPageSize = 0x1000
 // the cause's and the handler's indirect calls and the page they touch.
 func (v *VCPU) xapicPage(off uint64, data []byte, write bool) {
 	reg := vlapic.RegisterOfOffset(off)
-	v.counts.Exit(exitcause.APIC(false, write, uint16(reg)))
+	v.exits.Begin(exitcause.APIC(false, write, uint16(reg)))
 	v.sendExit = apicSend(reg)
 	if write {
 		v.lapic.WriteMMIO(off, data)
@@ -309,7 +309,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 	v.acc.Reset(v.id, addr, base, write, v)
 	c, ok := r.Cause.Of(v.acc.Off, write)
 	if ok {
-		v.counts.Exit(c)
+		v.exits.Begin(c) // what the handler counts is read with it (Run ends the window)
 	}
 	// An IPI's send (ICR, ICR2, SELF_IPI, the PV send) changes nothing of
 	// the sender's own LAPIC that its Notify does not announce: a
@@ -325,7 +325,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 func (v *VCPU) charged(r *exitbus.Range, a *exitbus.Access) {
 	if r.Cause.Deferred() {
 		if c, ok := a.Charged(); ok {
-			v.counts.Exit(c)
+			v.exits.Count(c) // no window: these handlers (the SYSCALL doorbell, PCI's configuration window) send no IPI
 		}
 	}
 }
@@ -348,7 +348,7 @@ func pick[T any](c bool, a, b T) T {
 // which says how the exit is counted and whether it queued an exception.
 func (v *VCPU) recover() error {
 	o, err := v.completer.Complete(&v.log)
-	v.counts.Exit(o.Cause)
+	v.exits.Count(o.Cause)
 	if o.ExceptionQueued {
 		v.exceptionQueued = true
 	}

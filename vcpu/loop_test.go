@@ -2,7 +2,9 @@ package vcpu
 
 import (
 	"encoding/binary"
+	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -759,4 +761,46 @@ func TestSettledEOI(t *testing.T) {
 	if n := r.exits(0, exitcause.APIC(true, true, uint16(vlapic.RegEOI))); n != 3 {
 		t.Errorf("%d EOI exits counted, want 3", n)
 	}
+}
+
+// TestExitWindows: a bus exit's handler runs inside the window its count
+// opened (exitcause.Tally), so that a section's end reads the exit and
+// what the handler counted together; no window is open when the vCPU
+// enters the guest or halts, nor once its loop has ended on a handler's
+// error.
+func TestExitWindows(t *testing.T) {
+	r := newRig(t, 1)
+	tally := &r.acct.CPUs[0].Exits
+	var inHandler []exitcause.Cause
+	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 1, Name: "probe", Cause: exitbus.Fixed(exitcause.PIOSerial),
+		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
+			c, open := tally.Serving()
+			if !open {
+				t.Error("a handler ran with no window open")
+			}
+			inHandler = append(inHandler, c)
+			if a.Data[0] == 0xEE {
+				return errors.New("the handler fails")
+			}
+			return nil
+		})})
+	f := newFake(outb(0x90, 1), msrExit(true, 0x808, 0x20), open(kvm.ExitHLT), outb(0x90, 0xEE))
+	f.onRun = func() {
+		if c, open := tally.Serving(); open {
+			t.Errorf("KVM_RUN entered with the window of a %v exit open", c)
+		}
+	}
+	r.fakes[0] = f
+	r.build()
+	go func() { r.waitState(0, StateHalted); r.deliver(0, 0x40) }()
+	if err := r.cpus[0].Run(); err == nil || !strings.Contains(err.Error(), "the handler fails") {
+		t.Fatalf("loop ended with %v, want the handler's error", err)
+	}
+	if c, open := tally.Serving(); open {
+		t.Errorf("the loop ended with the window of a %v exit open", c)
+	}
+	if len(inHandler) != 2 || inHandler[0] != exitcause.PIOSerial || inHandler[1] != exitcause.PIOSerial {
+		t.Errorf("handlers ran in windows %v, want two PIOSerial", inHandler)
+	}
+	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.PIOSerial: 2, exitcause.APIC(true, true, 0x08): 1, exitcause.HLT: 1})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/govmm/govmm/complete"
 	"github.com/govmm/govmm/exitbus"
+	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
@@ -122,10 +123,14 @@ type VCPU struct {
 	lapic   *vlapic.LAPIC
 	obs     vlapic.Observer // the LAPIC's (vlapic.LAPIC.Observer), told of injections and the exits made for an interrupt
 	counts  Counters        // the loop's own events (Config.Counters)
-	bus     *exitbus.Bus
-	acc     exitbus.Access // the exit being served (handleIO, handleMMIO, busMSR, x2apic)
-	eff     vlapic.Effect  // an x2APIC write's, filled in place (x2apic)
-	pveoi   PVEOI
+	// exits is where the loop counts its exits by cause (Counters'
+	// ExitTally): a direct add, no interface call, on every exit. The
+	// vCPU's thread only (the Tally's readers read it themselves).
+	exits *exitcause.Tally
+	bus   *exitbus.Bus
+	acc   exitbus.Access // the exit being served (handleIO, handleMMIO, busMSR, x2apic)
+	eff   vlapic.Effect  // an x2APIC write's, filled in place (x2apic)
+	pveoi PVEOI
 	// pvOffered is pveoi.Pending() as of the loop's last call of pveoi
 	// (pvSync and the rest, pveoi.go); the vCPU's thread only.
 	pvOffered bool
@@ -246,6 +251,7 @@ func New(id int, c Config) *VCPU {
 	if v.counts == nil {
 		v.counts = NopCounters{}
 	}
+	v.exits = v.counts.ExitTally()
 	v.sig, v.yieldEvery, v.hostCPU = c.Signature, c.YieldEvery, -1
 	v.testTSC = testTSC
 	if c.Pin {

@@ -147,11 +147,7 @@ func (w *watchdog) check(now time.Time, cpus []cpuSample, queues []queueSample) 
 func (vm *VM) samples() ([]cpuSample, []queueSample) {
 	cpus := make([]cpuSample, len(vm.cpus))
 	for i, c := range vm.cpus {
-		s := &vm.acct.CPUs[i]
-		var n uint64
-		for j := range s.Exits {
-			n += s.Exits[j].Load()
-		}
+		n := vm.acct.CPUs[i].Exits.Total()
 		cpus[i] = cpuSample{state: c.State(), exits: n, kickPending: c.KickPending()}
 	}
 	var queues []queueSample
