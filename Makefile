@@ -9,7 +9,7 @@ export GOVMM_CACHE     := $(CACHE)
 export GOVMM_GUEST_DIR := $(GUESTS)
 export GOVMM_BIN       := $(BIN)
 
-.PHONY: exit-instructions exit-pages floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
+.PHONY: exit-instructions exit-pages rtt-pages floors floors-vtx gofloor seeds seeds-288 seeds-512 seeds-vtx bench-rtt-vtx guestfuzz-vtx bench-exits-vtx lint nested-vtx-full test-tools nested-deps nested-shell nested-test nested-vtx all deps disk bench-blk test-deps guests build run shell ustress run-baremetal storm guestfuzz bench-ipi bench-rtt bench-exits floorvmm boot-big boot-no-tsc-deadline boot-debian boot-debian-default test vet fuzz bench clean initramfs kernel debian-kernel
 
 all: build guests
 
@@ -311,6 +311,17 @@ $(CACHE)/.valgrind: Makefile
 # switch). Needs a /dev/kvm, any (this machine's kvm_pvm will do).
 exit-pages: build guests floorvmm $(CACHE)/.valgrind
 	@scripts/exit-pages.sh $(BIN) $(CACHE)/bin/floorvmm
+
+# The same per step of an x2APIC IPI round trip, beside the Go floor's
+# (bench-rtt and gofloor under lackey, the trace split by thread;
+# scripts/rtt-pages.sh): the sender's ICR exit, the receiver's HLT exit
+# and wake-up, its EOI exit, the kicked entry.
+# govmm is built static for it, as gofloor is: under valgrind the cgo
+# build's bench-rtt took ten minutes to exit, spinning in the runtime's
+# locks, where the static one's whole run takes two.
+rtt-pages: guests gofloor $(CACHE)/.valgrind
+	@mkdir -p $(CACHE)/rtt-pages && CGO_ENABLED=0 $(GO) build -o $(CACHE)/rtt-pages/govmm ./cmd/govmm
+	@scripts/rtt-pages.sh $(CACHE)/rtt-pages/govmm $(CACHE)/nested/vtx/gofloor $(GUESTS)/rttloop.bin
 
 # bench-exits inside the nested VT-x host (Bochs, kvm_intel): govmm and the
 # floor VMM built static (Bochs's L1 is a busybox), side by side there.

@@ -9,6 +9,7 @@ package accounting
 import (
 	"sync/atomic"
 
+	"github.com/govmm/govmm/internal/tscclock"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -17,7 +18,12 @@ import (
 // ICR or SELF_IPI write, IPIParavirt for govmm's PV send-IPI) or
 // DeviceMSI for a device's MSI.
 type Observer struct {
-	vm    *VM
+	vm *VM
+	// tsc is the stamps' clock when NewObserver was given a
+	// *tscclock.Clock (govmm's), read directly: no interface, and no
+	// struct elsewhere (package tscclock says why); clock is nil then,
+	// or else the clock given (a test's).
+	tsc   tscclock.Clock
 	clock vlapic.Clock
 	cpus  []traces
 	// observe is nil (latencies go to vm.Latency, called directly: a
@@ -41,10 +47,24 @@ type traces struct {
 	service [256]vlapic.Trace  // Trace of each vector in service
 }
 
-// NewObserver returns the observer that counts into vm, reading clock (the
-// LAPICs' own) at each send and stage.
+// NewObserver returns the observer that counts into vm, reading clock at
+// each send and stage.
 func NewObserver(vm *VM, clock vlapic.Clock) *Observer {
-	return &Observer{vm: vm, clock: clock, cpus: make([]traces, len(vm.CPUs))}
+	o := &Observer{vm: vm, cpus: make([]traces, len(vm.CPUs))}
+	if c, ok := clock.(*tscclock.Clock); ok {
+		o.tsc = *c
+	} else {
+		o.clock = clock
+	}
+	return o
+}
+
+// now is the stamps' clock.
+func (o *Observer) now() int64 {
+	if o.clock != nil {
+		return o.clock.Now()
+	}
+	return o.tsc.Now()
 }
 
 // makeTrace marks an interrupt of kind k sent at (Clock time, 0 or more);
@@ -56,7 +76,7 @@ func traceKind(t vlapic.Trace) IPIKind { return IPIKind(uint8(t)) }
 
 // Trace marks an interrupt of kind k sent now by a sender outside the
 // LAPICs (govmm's PV send-IPI, a device's MSI).
-func (o *Observer) Trace(k IPIKind) vlapic.Trace { return makeTrace(o.clock.Now(), k) }
+func (o *Observer) Trace(k IPIKind) vlapic.Trace { return makeTrace(o.now(), k) }
 
 // TraceParavirt marks a paravirtual IPI (govmm's PV send-IPI) sent now.
 func (o *Observer) TraceParavirt() vlapic.Trace { return o.Trace(IPIParavirt) }
@@ -75,7 +95,7 @@ func (o *Observer) Sent(cpu int, t vlapic.Trace, targets int) {
 
 // latency counts the time from t's send to now at stage s.
 func (o *Observer) latency(s LatencyStage, t vlapic.Trace) {
-	k, ns := traceKind(t), o.clock.Now()-traceAt(t)
+	k, ns := traceKind(t), o.now()-traceAt(t)
 	if o.observe != nil {
 		o.observe(s, k, ns)
 		return
@@ -143,15 +163,27 @@ func (o *Observer) Injected(cpu int, v uint8) { o.vm.CPUs[cpu].Inject(v) }
 // Withdrawn takes back the count of an injection KVM never delivered.
 func (o *Observer) Withdrawn(cpu int, v uint8) { o.vm.CPUs[cpu].Withdraw(v) }
 
-// chargeReasons are the vCPU loop's exit reasons as charges.
-var chargeReasons = [...]ChargeReason{vlapic.ExitHLT: ChargeHLT, vlapic.ExitKick: ChargeKick, vlapic.ExitWindow: ChargeWindow}
+// chargeOf is the vCPU loop's exit reason as a charge. A switch, not a
+// table: a table is a page of read-only data of its own, which each
+// charge would touch (vcpu/loop.go says why pages count).
+func chargeOf(why vlapic.ExitReason) ChargeReason {
+	switch why {
+	case vlapic.ExitHLT:
+		return ChargeHLT
+	case vlapic.ExitKick:
+		return ChargeKick
+	case vlapic.ExitWindow:
+		return ChargeWindow
+	}
+	return ChargeEOI
+}
 
 // ExitFor charges cpu's exit, made for v, to the traced interrupt that
 // requested v; a vector nothing traced (a timer's, the IOAPIC's) charges
 // nothing.
 func (o *Observer) ExitFor(cpu int, v uint8, why vlapic.ExitReason) {
 	if t := vlapic.Trace(o.cpus[cpu].pending[v].Load()); t != 0 {
-		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), chargeReasons[why])
+		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), chargeOf(why))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/govmm/govmm/internal/tscclock"
 	"github.com/govmm/govmm/vlapic"
 )
 
@@ -197,5 +198,28 @@ func TestKindOf(t *testing.T) {
 		if got := KindOf(c.m, c.x2); got != c.want {
 			t.Errorf("KindOf(%+v, x2=%v) = %v, want %v", c.m, c.x2, got, c.want)
 		}
+	}
+}
+
+// TestObserverTSCClock: given govmm's TSC clock, the observer reads it
+// directly (no interface: package tscclock says why) and its stamps and
+// latencies come out as with any clock.
+func TestObserverTSCClock(t *testing.T) {
+	vm := NewVM(2)
+	o := NewObserver(vm, tscclock.New(1e9))
+	if o.clock != nil {
+		t.Fatal("the TSC clock is held as an interface")
+	}
+	tr := o.Sending(0, vlapic.Message{Vector: 0x40, Delivery: vlapic.Fixed, Dest: 1}, true)
+	if at := traceAt(tr); at < 0 || traceKind(tr) != IPIX2APICPhysical {
+		t.Fatalf("trace at %d kind %v", at, traceKind(tr))
+	}
+	o.Accepted(1, 0x40, tr)
+	var n uint64
+	for i := range vm.Latency[IPIX2APICPhysical][LatencyAccepted].Buckets {
+		n += vm.Latency[IPIX2APICPhysical][LatencyAccepted].Buckets[i].Load()
+	}
+	if n != 1 {
+		t.Fatalf("%d accepted latencies observed, want 1", n)
 	}
 }

@@ -18,9 +18,9 @@ import (
 func (v *VCPU) halt(ifFlag bool) bool {
 	v.state.Store(uint32(StateHalted))
 	defer v.state.Store(uint32(StateVMM))
-	start := v.haltClock.Now()
+	start := v.haltNow()
 	p, woke := v.waitWake(ifFlag, start)
-	v.poll.Done(time.Duration(v.haltClock.Now()-start), woke)
+	v.poll.Done(time.Duration(v.haltNow()-start), woke)
 	if woke {
 		v.counts.Woke()
 		v.exitFor(p.Fixed && ifFlag, p.Vector, vlapic.ExitHLT) // the HLT exit was the interrupt's
@@ -72,15 +72,24 @@ func (v *VCPU) pollWake(start int64) bool {
 	if win <= 0 {
 		return false
 	}
-	t0 := v.haltClock.Now()
+	t0 := v.haltNow()
 	v.counts.HaltPollBegan() // after t0: whoever sees the poll counted sees it timed from before
 	stop, now := start+int64(win), t0
 	for !v.wake.pending() && now < stop {
-		now = v.haltClock.Now()
+		now = v.haltNow()
 	}
 	// The poll's end is now, not the loop's last clock read: a thread
 	// descheduled between that read and the signal polled until now.
-	now = v.haltClock.Now()
+	now = v.haltNow()
 	v.counts.HaltPollEnded(uint64(max(now-t0, 0)))
 	return v.wake.take()
+}
+
+// haltNow is the halt's clock (Config.HaltClock): govmm's TSC clock read
+// directly, inlined, or another clock through its interface.
+func (v *VCPU) haltNow() int64 {
+	if v.haltClock != nil {
+		return v.haltClock.Now()
+	}
+	return v.haltTSC.Now()
 }

@@ -804,3 +804,33 @@ func TestExitWindows(t *testing.T) {
 	}
 	r.wantExits(0, map[exitcause.Cause]uint64{exitcause.PIOSerial: 2, exitcause.APIC(true, true, 0x08): 1, exitcause.HLT: 1})
 }
+
+// TestPVEOIEnabledLate: injections before the guest enables PV EOI are
+// offered nothing (and the loop stops asking package pveoi at each one);
+// once it writes the MSR, the next injection is offered again.
+func TestPVEOIEnabledLate(t *testing.T) {
+	r := newRig(t, 1)
+	bits, look, eoi := r.pvEOIGuest()
+	f := newFake(
+		outb(0x92, 0x40),                   // entry 0: nothing; self IPI 0x40
+		outb(0x93, 0).with(look),           // entry 1: 0x40 injected, PV EOI off: no offer; a real EOI
+		outb(0x92, 0x41),                   // entry 2: self IPI 0x41
+		outb(0x93, 0).with(look),           // entry 3: 0x41 injected, still no offer; a real EOI
+		msrExit(true, pveoi.MSR, pvWord|1), // entry 4: PV EOI on
+		outb(0x92, 0x42).with(look),        // entry 5: nothing; self IPI 0x42
+		outb(0x80, 0).with(eoi),            // entry 6: 0x42 offered; the guest EOIs it
+		outb(0x80, 0).with(look),           // entry 7: completed
+	)
+	r.fakes[0] = f
+	r.runOne()
+	wantInjected(t, f, 0x40, 0x41, 0x42)
+	if want := []byte{0, 0, 0, 1, 0}; string(*bits) != string(want) {
+		t.Errorf("the guest saw its PV EOI bit %v, want %v", *bits, want)
+	}
+	if n := r.acct.CPUs[0].PVEOIs.Load(); n != 1 {
+		t.Errorf("%d PV EOIs, want 1 (0x42)", n)
+	}
+	if s := r.apics.LAPIC(0).Snapshot(); s.ISR != [8]uint32{} || s.IRR != [8]uint32{} {
+		t.Errorf("ISR %#x IRR %#x, want nothing in service or requested", s.ISR, s.IRR)
+	}
+}

@@ -20,7 +20,9 @@ type PVEOI interface {
 	// which Complete completes.
 	Complete()
 	// Offer sets the guest's bit for the vector just injected, which the
-	// LAPIC allowed to be EOIed that way (vlapic.LAPIC.AcknowledgePV).
+	// LAPIC allowed to be EOIed that way (vlapic.LAPIC.AcknowledgePV). An
+	// Offer that leaves Pending false means the guest's PV EOI is off: the
+	// loop offers nothing more until the guest writes its MSR (pvOff).
 	Offer()
 	// Retract clears the guest's bit for an injection withdrawn.
 	Retract()
@@ -75,8 +77,12 @@ func (v *VCPU) pvComplete() {
 }
 
 func (v *VCPU) pvOffer() {
+	if v.pvOff {
+		return
+	}
 	v.pveoi.Offer()
 	v.pvOffered = v.pveoi.Pending()
+	v.pvOff = !v.pvOffered // only a guest's PV EOI off refuses an offer
 }
 
 func (v *VCPU) pvRetract() {
@@ -86,11 +92,11 @@ func (v *VCPU) pvRetract() {
 
 func (v *VCPU) pvReset() {
 	v.pveoi.Reset()
-	v.pvOffered = v.pveoi.Pending()
+	v.pvOffered, v.pvOff = v.pveoi.Pending(), false
 }
 
 func (v *VCPU) pvRestore(msr uint64) error {
 	err := v.pveoi.Restore(msr)
-	v.pvOffered = v.pveoi.Pending()
+	v.pvOffered, v.pvOff = v.pveoi.Pending(), false
 	return err
 }

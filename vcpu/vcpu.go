@@ -16,6 +16,7 @@ import (
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
+	"github.com/govmm/govmm/internal/tscclock"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/memory"
@@ -134,9 +135,17 @@ type VCPU struct {
 	// pvOffered is pveoi.Pending() as of the loop's last call of pveoi
 	// (pvSync and the rest, pveoi.go); the vCPU's thread only.
 	pvOffered bool
-	clock     vlapic.Clock
-	// haltClock is Config.HaltClock, or clock.
+	// pvOff: the last offer found the guest's PV EOI off (its MSR never
+	// enabled, or disabled), so no offer is made, and package pveoi's
+	// pages are not touched at each injection, until the guest writes
+	// that MSR again (an exit of cause MSRPVEOIWrite: access), an INIT
+	// or a restore (pvReset, pvRestore); the vCPU's thread only.
+	pvOff bool
+	clock vlapic.Clock
+	// haltClock is Config.HaltClock, or clock; haltTSC is a copy of it,
+	// read directly, when it is a *tscclock.Clock (govmm's: haltNow).
 	haltClock vlapic.Clock
+	haltTSC   tscclock.Clock
 	mem       *memory.Memory
 	hostCPU   int // Config.HostCPU when Config.Pin, else -1
 	// yieldEvery and lastYield (host TSC) pace yieldIfDue.
@@ -247,6 +256,9 @@ func New(id int, c Config) *VCPU {
 	}
 	if v.haltClock = c.HaltClock; v.haltClock == nil {
 		v.haltClock = c.Clock
+	}
+	if t, ok := v.haltClock.(*tscclock.Clock); ok {
+		v.haltTSC, v.haltClock = *t, nil
 	}
 	if v.counts == nil {
 		v.counts = NopCounters{}

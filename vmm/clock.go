@@ -37,31 +37,3 @@ func newHostClock(c *kvm.VCPU) (*hostClock, error) {
 
 func (c *hostClock) Now() int64  { return int64(time.Since(c.start)) }
 func (c *hostClock) TSC() uint64 { return kvm.RDTSC() + c.tscOffset }
-
-// stampClock is the accounting's clock for interrupt latencies (the
-// Observer's stamps at each send and stage, four reads per IPI): the host
-// TSC in nanoseconds since the VM was made, read with RDTSC. The LAPIC
-// timers keep hostClock, the kernel's monotonic clock. Why not that one
-// here: where the kernel's clock source is not the TSC (the nested hosts'
-// L1 kernels judge their TSC unstable and read the HPET) Go's clock read
-// is a system call and an HPET read, and four of them per IPI were a
-// measurable share of an IPI's round trip that no APIC has to pay; a
-// latency stamp needs no more than a steady TSC. A TSC that steps back
-// between CPUs makes a latency negative, which counts as 0
-// (Histogram.Observe), never a wrong IPI count.
-type stampClock struct {
-	start     uint64
-	nsPerTick float64
-}
-
-func newStampClock(tscHz uint64) *stampClock {
-	return &stampClock{start: kvm.RDTSC(), nsPerTick: 1e9 / float64(tscHz)}
-}
-
-// Now is the nanoseconds since the VM was made, 0 at the least.
-func (c *stampClock) Now() int64 {
-	return max(int64(float64(int64(kvm.RDTSC()-c.start))*c.nsPerTick), 0)
-}
-
-// TSC is the host's TSC (the accounting reads none).
-func (c *stampClock) TSC() uint64 { return kvm.RDTSC() }

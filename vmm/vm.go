@@ -16,6 +16,7 @@ import (
 	"github.com/govmm/govmm/exitbus"
 	"github.com/govmm/govmm/exitcause"
 	"github.com/govmm/govmm/haltpoll"
+	"github.com/govmm/govmm/internal/tscclock"
 	"github.com/govmm/govmm/ksyms"
 	"github.com/govmm/govmm/kvm"
 	"github.com/govmm/govmm/loader"
@@ -61,8 +62,8 @@ type VM struct {
 	obs   *accounting.Observer
 	clock *hostClock
 	// stamps is the TSC clock of the accounting's latency stamps and of
-	// the vCPUs' halt timing (stampClock).
-	stamps *stampClock
+	// the vCPUs' halt timing (package tscclock says why not hostClock).
+	stamps *tscclock.Clock
 	// bus routes every PIO, MMIO and MSR exit (and builds the MSR
 	// filter); complete when New returns, read-only from then on.
 	bus  exitbus.Bus
@@ -367,7 +368,7 @@ func (vm *VM) createVCPUs(boot *vcpu.EntryState) error {
 	if vm.clock, err = newHostClock(vm.kvcpu[0]); err != nil {
 		return err
 	}
-	vm.stamps = newStampClock(vm.clock.tscHz)
+	vm.stamps = tscclock.New(vm.clock.tscHz)
 	vm.obs = accounting.NewObserver(vm.acct, vm.stamps)
 	vm.cpus = make([]*vcpu.VCPU, n) // filled below, before anything is delivered
 	if vm.cfg.restore != nil {
