@@ -317,7 +317,7 @@ func (v *VCPU) access(r *exitbus.Range, addr, base uint64, write bool) *exitbus.
 	// (quietEntry).
 	v.sendExit = ok && c.Class().IPISend()
 	v.tprWrite = ok && c == tprWriteCause
-	if c == exitcause.MSRPVEOIWrite {
+	if ok && c == exitcause.MSRPVEOIWrite {
 		v.pvOff = false // the guest may have enabled PV EOI: offer again
 	}
 	return &v.acc
