@@ -14,8 +14,9 @@ import (
 // govmm has stopped making progress where the guest cannot be the cause:
 //
 //   - a vCPU thread in the VMM (StateVMM: serving an exit) whose exit
-//     count has not moved for the limit: an exit handler blocked (a lock
-//     never released, a channel nobody reads);
+//     count has not moved, and which every tick has seen in the VMM, for
+//     the limit: an exit handler blocked (a lock never released, a
+//     channel nobody reads);
 //   - a vCPU in guest mode whose kick (work waiting for it) is still
 //     pending after the limit, with no exit meanwhile: a kick lost. Pending
 //     is the vCPU's own flag, cleared by the return from KVM_RUN, not a
@@ -101,6 +102,16 @@ func (w *watchdog) check(now time.Time, cpus []cpuSample, queues []queueSample) 
 		}
 		if !w.hasSample || c.exits != w.last[i].exits {
 			w.since[i], w.kickedAt[i] = now, time.Time{}
+		}
+		if c.state != vcpu.StateVMM {
+			// Serving one exit began after this tick at the earliest.
+			// A HLT's exit is counted when it is taken, and the vCPU
+			// serves it again once woken (halted, or parked in the
+			// halt, for minutes), with the same count: CI 2026-12-07
+			// ended a live VM "serving one exit for 1m15s" at the first
+			// tick after a 2-minute pause, its vCPU woken from the halt
+			// it had been parked in.
+			w.since[i] = now
 		}
 		stalled := now.Sub(w.since[i])
 		switch c.state {

@@ -35,6 +35,33 @@ func TestWatchdog(t *testing.T) {
 			t.Fatalf("after %d ticks: %v, want ErrStuck after 11", s, err)
 		}
 	})
+	t.Run("woken after a long halt", func(t *testing.T) {
+		// The HLT's exit is counted when taken; halted (or parked in the
+		// halt) for 30 s, then woken, the vCPU serves the rest of it in
+		// the VMM with the same count for a tick or two.
+		w := newWatchdog(10*time.Second, 1)
+		for s := range 34 {
+			st := vcpu.StateHalted
+			switch {
+			case s >= 10 && s < 20:
+				st = vcpu.StateParked
+			case s >= 30:
+				st = vcpu.StateVMM
+			}
+			if err := w.check(at(s), []cpuSample{run(st, 7, false)}, nil); err != nil {
+				t.Fatalf("tick %d: %v", s, err)
+			}
+		}
+		// Still there with the same count for the limit: stuck.
+		var err error
+		s := 34
+		for ; s < 60 && err == nil; s++ {
+			err = w.check(at(s), []cpuSample{run(vcpu.StateVMM, 7, false)}, nil)
+		}
+		if !errors.Is(err, ErrStuck) || s != 40 {
+			t.Fatalf("after %d ticks: %v, want ErrStuck after 40 (seen waiting last at tick 29)", s, err)
+		}
+	})
 	t.Run("guest computing, not kicked", func(t *testing.T) {
 		w := newWatchdog(10*time.Second, 1)
 		for s := range 30 {
