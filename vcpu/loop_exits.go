@@ -122,7 +122,7 @@ func (v *VCPU) settledEOI() bool {
 	if !v.acc.Settled || v.exceptionQueued {
 		return false
 	}
-	v.quiet = v.events == (vlapic.Events{}) && v.windowFor < 0 && !v.pvOffered
+	v.quiet = v.events.None() && v.windowFor < 0 && !v.pvOffered
 	return v.quiet
 }
 
@@ -151,8 +151,11 @@ func apicSend(r vlapic.Register) bool {
 	return r == vlapic.RegICR || r == vlapic.RegICR2 || r == vlapic.RegSelfIPI
 }
 
-// tprWriteCause is the exit cause of an x2APIC TPR write (quietTPR).
-var tprWriteCause = exitcause.APIC(true, true, uint16(vlapic.RegTPR))
+// tprWriteCause is the exit cause of an x2APIC TPR write (quietTPR),
+// exitcause.APIC(true, true, RegTPR) as a constant: as a variable it sat
+// on a data page of its own (beside the runtime's), one page more in every
+// x2APIC exit's step (scripts/rtt-pages.sh).
+const tprWriteCause = exitcause.MSRAPICWrite + exitcause.Cause(vlapic.RegTPR)
 
 // hostIsAMD: the host processor is AMD's (CPUID vendor "AuthenticAMD").
 var hostIsAMD = func() bool {

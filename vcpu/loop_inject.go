@@ -126,7 +126,7 @@ func (v *VCPU) injectFixed(run *kvm.Run) (int, error) {
 // notifies this vCPU or it touches its own LAPIC, entries can then skip
 // the look (quietEntry).
 func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
-	return !p.Requested && v.events == (vlapic.Events{}) && !e.TimerArmed && v.windowFor < 0 &&
+	return !p.Requested && v.events.None() && !e.TimerArmed && v.windowFor < 0 &&
 		!v.pvOffered && !v.exceptionQueued
 }
 

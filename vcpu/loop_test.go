@@ -834,3 +834,25 @@ func TestPVEOIEnabledLate(t *testing.T) {
 		t.Errorf("ISR %#x IRR %#x, want nothing in service or requested", s.ISR, s.IRR)
 	}
 }
+
+// endedWithoutExit takes KVM_RUN's bare errno (its fast path) and a
+// wrapped one alike, and nothing else.
+func TestEndedWithoutExit(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{unix.EINTR, true}, {unix.EAGAIN, true},
+		{&wrappedErr{unix.EINTR}, true}, {&wrappedErr{unix.EAGAIN}, true},
+		{unix.EFAULT, false}, {&wrappedErr{unix.ENOMEM}, false}, {errors.New("EINTR"), false},
+	} {
+		if got := endedWithoutExit(c.err); got != c.want {
+			t.Errorf("endedWithoutExit(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+type wrappedErr struct{ err error }
+
+func (w *wrappedErr) Error() string { return "wrapped: " + w.err.Error() }
+func (w *wrappedErr) Unwrap() error { return w.err }

@@ -102,5 +102,5 @@ func (a *LAPIC) WriteX2APIC(r Register, v uint64, eff *Effect) error {
 func (a *LAPIC) settledLocked() bool {
 	a.foldLocked()
 	_, requested := a.irr.highest()
-	return !requested && a.ev == (Events{}) && !a.t.armed
+	return !requested && a.ev.None() && !a.t.armed
 }

@@ -1,6 +1,9 @@
 package vlapic
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TakePending is TakeEvents and PendingVector at one look.
 func TestTakePending(t *testing.T) {
@@ -61,6 +64,33 @@ func TestTakePending(t *testing.T) {
 		b.Deliver(Message{Delivery: StartUp, Vector: 0x10, Dest: 1, Source: -1})
 		if p := a.TakePending(); !p.Work() || p.Wakes(true) || p.SIPIVector != 0x10 {
 			t.Fatalf("avic=%v: SIPI: %+v", avic, p)
+		}
+	}
+}
+
+// Events.None is e == Events{}: every field set alone makes it false, so a
+// field added to Events without a term in None fails here.
+func TestEventsNone(t *testing.T) {
+	var zero Events
+	if !zero.None() {
+		t.Fatal("Events{}.None() = false")
+	}
+	typ := reflect.TypeOf(zero)
+	for i := range typ.NumField() {
+		var e Events
+		f := reflect.ValueOf(&e).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(1)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(-1)
+		default:
+			t.Fatalf("Events.%s is a %v: teach this test (and None) its non-zero value", typ.Field(i).Name, f.Kind())
+		}
+		if e.None() {
+			t.Errorf("Events with only %s set: None() = true", typ.Field(i).Name)
 		}
 	}
 }
