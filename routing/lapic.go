@@ -72,7 +72,7 @@ func x2apicCause(off uint64, write bool) exitcause.Cause {
 // page serves an access to the xAPIC page.
 func (l lapicRanges) page(a *exitbus.Access) error {
 	if a.Write {
-		l.apics.LAPIC(a.CPU).WriteMMIO(a.Off, a.Data)
+		a.Settled = l.apics.LAPIC(a.CPU).WriteMMIO(a.Off, a.Data).Settled
 	} else {
 		l.apics.LAPIC(a.CPU).ReadMMIO(a.Off, a.Data)
 	}

@@ -83,7 +83,10 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 		if err != nil {
 			return err
 		}
-		v.exitQuiet = !own || v.sendExit
+		// The vCPU's own page: an IPI's send, or an EOI that left the
+		// LAPIC settled, as an x2APIC one below (every xAPIC interrupt's
+		// EOI made a full entry, a LAPIC look and 400 instructions more).
+		v.exitQuiet = !own || v.sendExit || v.settledEOI()
 	default:
 		// The MSRs that exit to user space: the x2APIC range (KVM has no
 		// APIC of its own), served on the vCPU's own LAPIC (x2apic), and
@@ -109,9 +112,10 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 	return nil
 }
 
-// settledEOI says whether the MSR exit just served was an EOI that left
-// the LAPIC settled (exitbus.Access.Settled: nothing requested or
-// latched, the timer stopped) and this loop with nothing standing either
+// settledEOI says whether the APIC exit just served (an x2APIC MSR, or
+// the vCPU's own xAPIC page) was an EOI that left the LAPIC settled
+// (exitbus.Access.Settled: nothing requested or latched, the timer
+// stopped) and this loop with nothing standing either
 // (no window asked for, no PV EOI offer, no exception queued): then the
 // state is what a full entry would find quiet (nothingStanding), and it
 // is recorded so, and the entry needs no look unless a Notify comes
@@ -299,8 +303,9 @@ func (v *VCPU) xapicPage(off uint64, data []byte, write bool) {
 	v.exits.Begin(exitcause.APIC(false, write, uint16(reg)))
 	v.sendExit = apicSend(reg)
 	if write {
-		v.lapic.WriteMMIO(off, data)
+		v.acc.Settled = v.lapic.WriteMMIO(off, data).Settled
 	} else {
+		v.acc.Settled = false
 		v.lapic.ReadMMIO(off, data)
 	}
 }

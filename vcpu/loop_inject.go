@@ -135,7 +135,8 @@ func (v *VCPU) nothingStanding(p vlapic.Pending, e vlapic.Entry) bool {
 // nothing and left nothing standing (quiet), the exit served since touched
 // only devices or sent an IPI (exitQuiet, handleBusExit: a port, MMIO
 // outside the vCPU's own xAPIC page, an ICR or PV send; no other MSR, which
-// may be the vCPU's APIC, TSC deadline or PV EOI MSR), no handler queued
+// may be the vCPU's APIC, TSC deadline or PV EOI MSR) or was an EOI that
+// left the LAPIC settled (settledEOI, which records quiet), no handler queued
 // sregs for KVM to load, and no one notified the vCPU since. A MOV CR8
 // the guest made is already in the LAPIC (syncCR8, after every KVM_RUN)
 // and in kvm_run: with nothing requested, a new TPR makes nothing

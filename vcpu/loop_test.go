@@ -739,8 +739,19 @@ func TestQuietTPRWrite(t *testing.T) {
 // the LAPIC settled needs none, and a delivery after it (here by the next
 // exit's handler, to the vCPU itself) still reaches the entry after.
 func TestSettledEOI(t *testing.T) {
+	t.Run("x2apic", func(t *testing.T) {
+		testSettledEOI(t, true, msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegEOI), 0))
+	})
+	// The xAPIC page's EOI write (vcpu's xapicPage) is settled as the
+	// x2APIC MSR's is.
+	t.Run("xapic", func(t *testing.T) { testSettledEOI(t, false, mmioWrite(0xFEE00000+0xB0, 4)) })
+}
+
+func testSettledEOI(t *testing.T, x2 bool, eoi step) {
 	r := newRig(t, 1)
-	x2apicMode(t, r)
+	if x2 {
+		x2apicMode(t, r)
+	}
 	r.register(exitbus.Range{Space: exitbus.PIO, Base: 0x90, Len: 3, Name: "raise", Cause: exitbus.Fixed(exitcause.Other),
 		Handler: exitbus.HandlerFunc(func(a *exitbus.Access) error {
 			switch a.Off {
@@ -752,13 +763,12 @@ func TestSettledEOI(t *testing.T) {
 			}
 			return nil
 		})})
-	eoi := msrExit(true, vlapic.MSRX2APICFirst+uint32(vlapic.RegEOI), 0)
 	f := newFake(outb(0x90, 0), eoi, eoi, outb(0x91, 0), outb(0x92, 0), eoi, outb(0x80, 0))
 	r.fakes[0] = f
 	r.runOne()
 	wantEntries(t, f, e(false, -1), e(false, 0x40), e(false, 0x30), e(false, -1), e(false, -1), e(false, 0x50), e(false, -1), e(false, -1))
 	wantInjected(t, f, 0x40, 0x30, 0x50)
-	if n := r.exits(0, exitcause.APIC(true, true, uint16(vlapic.RegEOI))); n != 3 {
+	if n := r.exits(0, exitcause.APIC(x2, true, uint16(vlapic.RegEOI))); n != 3 {
 		t.Errorf("%d EOI exits counted, want 3", n)
 	}
 }

@@ -59,11 +59,17 @@ func TestSMIAccepted(t *testing.T) {
 	}
 }
 
-// TestEOISettled: an x2APIC EOI says it left the LAPIC settled only when
+// TestEOISettled: an EOI (x2APIC MSR or xAPIC page) says it left the LAPIC settled only when
 // nothing is requested (a vector held back by the one in service is), no
 // event is latched and the timer is stopped; no other write says so.
 func TestEOISettled(t *testing.T) {
-	b := newBus(t, 1, true)
+	for _, x2 := range []bool{true, false} {
+		t.Run(map[bool]string{true: "x2apic", false: "xapic"}[x2], func(t *testing.T) { testEOISettled(t, x2) })
+	}
+}
+
+func testEOISettled(t *testing.T, x2 bool) {
+	b := newBus(t, 1, x2)
 	a := b.LAPIC(0)
 	fixed := func(v uint8) { b.Deliver(Message{Delivery: Fixed, Vector: v, Dest: 0, Source: -1}) }
 	ack := func(want uint8) {

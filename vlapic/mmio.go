@@ -49,6 +49,7 @@ func (a *LAPIC) WriteMMIO(off uint64, data []byte) Effect {
 		return eff
 	}
 	a.writeLocked(r, binary.LittleEndian.Uint32(data), false, &p)
+	eff.Settled = r == RegEOI && a.settledLocked() // as WriteX2APIC's
 	a.mu.Unlock()
 	a.finish(&p, &eff)
 	return eff
