@@ -485,10 +485,9 @@ func (c *VCPU) TSCKHz() (uint32, error) {
 func (c *VCPU) StatsFD() (*Stats, error) { return openStats(c.fd) }
 
 // wrap names the ioctl an error came from; nil stays nil. Small enough
-// to be inlined, its error path apart: an ioctl that
-// succeeds (an injection's KVM_INTERRUPT, at every IPI a receiver takes)
-// then runs no call, and touches no page of code of its own
-// (scripts/rtt-pages.sh).
+// to be inlined, its error path apart: an ioctl that succeeds (an
+// injection's KVM_INTERRUPT, at every IPI a receiver takes) then runs no
+// call, and touches no page of code of its own (scripts/rtt-pages.sh).
 func wrap(what string, err error) error {
 	if err == nil {
 		return nil

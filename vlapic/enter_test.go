@@ -59,9 +59,10 @@ func TestSMIAccepted(t *testing.T) {
 	}
 }
 
-// TestEOISettled: an EOI (x2APIC MSR or xAPIC page) says it left the LAPIC settled only when
-// nothing is requested (a vector held back by the one in service is), no
-// event is latched and the timer is stopped; no other write says so.
+// TestEOISettled: an EOI (x2APIC MSR or xAPIC page) says it left the
+// LAPIC settled only when nothing is requested (a vector held back by the
+// one in service is), no event is latched and the timer is stopped; no
+// other write says so.
 func TestEOISettled(t *testing.T) {
 	for _, x2 := range []bool{true, false} {
 		t.Run(map[bool]string{true: "x2apic", false: "xapic"}[x2], func(t *testing.T) { testEOISettled(t, x2) })
