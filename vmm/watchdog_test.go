@@ -15,6 +15,17 @@ func TestWatchdog(t *testing.T) {
 	run := func(s vcpu.State, exits uint64, kickPending bool) cpuSample {
 		return cpuSample{state: s, exits: exits, kickPending: kickPending}
 	}
+	// untilVerdict ticks w at seconds from, from+1, ... (before to),
+	// sampling cpus(s) at each, until a verdict; it returns the second
+	// after the tick that gave it (to if none did) and the verdict.
+	untilVerdict := func(w *watchdog, from, to int, cpus func(s int) []cpuSample) (int, error) {
+		var err error
+		s := from
+		for ; s < to && err == nil; s++ {
+			err = w.check(at(s), cpus(s), nil)
+		}
+		return s, err
+	}
 
 	t.Run("moving", func(t *testing.T) {
 		w := newWatchdog(10*time.Second, 2)
@@ -26,11 +37,7 @@ func TestWatchdog(t *testing.T) {
 	})
 	t.Run("exit handler blocked", func(t *testing.T) {
 		w := newWatchdog(10*time.Second, 1)
-		var err error
-		s := 0
-		for ; s < 30 && err == nil; s++ {
-			err = w.check(at(s), []cpuSample{run(vcpu.StateVMM, 7, false)}, nil)
-		}
+		s, err := untilVerdict(w, 0, 30, func(int) []cpuSample { return []cpuSample{run(vcpu.StateVMM, 7, false)} })
 		if !errors.Is(err, ErrStuck) || s != 11 {
 			t.Fatalf("after %d ticks: %v, want ErrStuck after 11", s, err)
 		}
@@ -53,11 +60,7 @@ func TestWatchdog(t *testing.T) {
 			}
 		}
 		// Still there with the same count for the limit: stuck.
-		var err error
-		s := 34
-		for ; s < 60 && err == nil; s++ {
-			err = w.check(at(s), []cpuSample{run(vcpu.StateVMM, 7, false)}, nil)
-		}
+		s, err := untilVerdict(w, 34, 60, func(int) []cpuSample { return []cpuSample{run(vcpu.StateVMM, 7, false)} })
 		if !errors.Is(err, ErrStuck) || s != 40 {
 			t.Fatalf("after %d ticks: %v, want ErrStuck after 40 (seen waiting last at tick 29)", s, err)
 		}
@@ -72,12 +75,8 @@ func TestWatchdog(t *testing.T) {
 	})
 	t.Run("kick lost", func(t *testing.T) {
 		w := newWatchdog(10*time.Second, 1)
-		var err error
-		s := 0
-		for ; s < 30 && err == nil; s++ {
-			// kicked at tick 5, never exits: the kick stays pending
-			err = w.check(at(s), []cpuSample{run(vcpu.StateGuest, 7, s >= 5)}, nil)
-		}
+		// kicked at tick 5, never exits: the kick stays pending
+		s, err := untilVerdict(w, 0, 30, func(s int) []cpuSample { return []cpuSample{run(vcpu.StateGuest, 7, s >= 5)} })
 		if !errors.Is(err, ErrStuck) || s != 16 {
 			t.Fatalf("after %d ticks: %v, want ErrStuck after 16", s, err)
 		}
@@ -118,11 +117,9 @@ func TestWatchdog(t *testing.T) {
 		if err := w.check(at(0), []cpuSample{run(vcpu.StateWaitSIPI, 1, false), run(vcpu.StateGuest, 1, false)}, nil); err != nil {
 			t.Fatal(err)
 		}
-		var err error
-		s := 1
-		for ; s < 10 && err == nil; s++ {
-			err = w.check(at(s), []cpuSample{run(vcpu.StateWaitSIPI, 1, false), run(vcpu.StateWaitSIPI, 2, false)}, nil)
-		}
+		s, err := untilVerdict(w, 1, 10, func(int) []cpuSample {
+			return []cpuSample{run(vcpu.StateWaitSIPI, 1, false), run(vcpu.StateWaitSIPI, 2, false)}
+		})
 		if err != ErrParked || s != 4 {
 			t.Fatalf("after %d ticks: %v, want ErrParked after 4 (parked at 1, 2 s later)", s, err)
 		}
