@@ -218,6 +218,12 @@ type Range struct {
 	// At makes the range movable and per vCPU: it returns where the range
 	// is for that vCPU now, and false while it is not there at all.
 	At func(cpu int) (base uint64, ok bool)
+	// LoopServed marks a movable range that each vCPU's loop serves
+	// itself, before it asks the bus, when the device behind it is the
+	// vCPU's own (its xAPIC page: vcpu's handleMMIO checks its LAPIC's
+	// base first). LookupOthers, which such a loop calls once its own
+	// check missed, skips it; Lookup still finds it.
+	LoopServed bool
 }
 
 // End is the first address after the range.
@@ -239,6 +245,10 @@ type Bus struct {
 	// (docs/exit-cost.md).
 	fixed   [numSpaces][]Range
 	movable [numSpaces][]*Range // consulted first
+	// others is movable without the LoopServed ranges (LookupOthers):
+	// their At (the LAPICs' bases) would cost an MMIO exit four pages to
+	// find what the loop already knows.
+	others [numSpaces][]*Range
 }
 
 // Register adds r. It fails when r is empty, wraps around, or overlaps a
@@ -258,6 +268,9 @@ func (b *Bus) Register(r Range) error {
 	}
 	if r.At != nil {
 		b.movable[r.Space] = append(b.movable[r.Space], &r)
+		if !r.LoopServed {
+			b.others[r.Space] = append(b.others[r.Space], &r)
+		}
 		return nil
 	}
 	list := append(append(make([]Range, 0, len(b.fixed[r.Space])+1), b.fixed[r.Space]...), r)
@@ -279,7 +292,17 @@ func (b *Bus) ranges(s Space) []*Range {
 // movable ranges first, then one binary search of the fixed ones. nil: the
 // address is unclaimed.
 func (b *Bus) Lookup(cpu int, s Space, addr uint64) (r *Range, base uint64) {
-	for _, m := range b.movable[s] {
+	return b.lookup(b.movable[s], cpu, s, addr)
+}
+
+// LookupOthers is Lookup for a vCPU's loop that has served its
+// LoopServed ranges itself and found addr in none of them.
+func (b *Bus) LookupOthers(cpu int, s Space, addr uint64) (r *Range, base uint64) {
+	return b.lookup(b.others[s], cpu, s, addr)
+}
+
+func (b *Bus) lookup(movable []*Range, cpu int, s Space, addr uint64) (r *Range, base uint64) {
+	for _, m := range movable {
 		if at, ok := m.At(cpu); ok && addr-at < m.Len {
 			return m, at
 		}

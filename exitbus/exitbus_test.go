@@ -100,6 +100,35 @@ func TestMovable(t *testing.T) {
 	}
 }
 
+// LookupOthers skips the LoopServed movable ranges (a vCPU's xAPIC page,
+// which its loop served first) and only those: another movable range and
+// the fixed ones are found as Lookup finds them.
+func TestLookupOthers(t *testing.T) {
+	var b Bus
+	mustRegister(t, &b, Range{Space: MMIO, Base: 0xFEC00000, Len: 0x1000, Name: "IOAPIC", Handler: nop})
+	mustRegister(t, &b, Range{Space: MMIO, Base: 0xFEE00000, Len: 0x1000, Name: "xAPIC", Handler: nop, LoopServed: true,
+		At: func(int) (uint64, bool) { return 0xFEE00000, true }})
+	mustRegister(t, &b, Range{Space: MMIO, Base: 0xFED00000, Len: 0x1000, Name: "moved", Handler: nop,
+		At: func(int) (uint64, bool) { return 0xFED00000, true }})
+	for _, c := range []struct {
+		addr          uint64
+		lookup, other string
+	}{{0xFEE00030, "xAPIC", ""}, {0xFED00010, "moved", "moved"}, {0xFEC00010, "IOAPIC", "IOAPIC"}, {0xFEB00000, "", ""}} {
+		name := func(r *Range, _ uint64) string {
+			if r == nil {
+				return ""
+			}
+			return r.Name
+		}
+		if n := name(b.Lookup(0, MMIO, c.addr)); n != c.lookup {
+			t.Errorf("Lookup(%#x) = %q, want %q", c.addr, n, c.lookup)
+		}
+		if n := name(b.LookupOthers(0, MMIO, c.addr)); n != c.other {
+			t.Errorf("LookupOthers(%#x) = %q, want %q", c.addr, n, c.other)
+		}
+	}
+}
+
 func TestCauses(t *testing.T) {
 	check := func(c Cause, off uint64, write bool, want exitcause.Cause, early bool) {
 		t.Helper()

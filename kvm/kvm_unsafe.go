@@ -295,8 +295,10 @@ func (c *VCPU) Run() error {
 // the guest's next exit, which a guest looping with interrupts off never
 // makes.
 func (c *VCPU) RunRaw() error {
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmRun, 0)
-	return errnoErr(e)
+	if e := rawIoctl(uintptr(c.fd), kvmRun, nil); e != 0 {
+		return unix.Errno(e)
+	}
+	return nil
 }
 
 // signalMaskHead is struct kvm_signal_mask with its flexible sigset right
@@ -369,10 +371,8 @@ func (c *VCPU) Interrupt(vector uint8) error {
 	i := Interrupt{IRQ: uint32(vector)}
 	// KVM_INTERRUPT only queues the vector (kvm_vcpu_ioctl_interrupt): it
 	// never sleeps, so it needs no entersyscall, which an IPI's receiver
-	// would pay at every injection (docs/exit-cost.md). The conversion
-	// stays in RawSyscall's argument list (unsafe.Pointer's rule 4).
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.fd), kvmInterrupt, uintptr(unsafe.Pointer(&i)))
-	return wrap("KVM_INTERRUPT", errnoErr(e))
+	// would pay at every injection (docs/exit-cost.md).
+	return wrap("KVM_INTERRUPT", errnoErr(unix.Errno(rawIoctl(uintptr(c.fd), kvmInterrupt, unsafe.Pointer(&i)))))
 }
 
 // Internal returns the internal-error exit.

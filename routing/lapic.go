@@ -33,7 +33,7 @@ func RegisterLAPICs(b *exitbus.Bus, apics *vlapic.Bus) error {
 func (l lapicRanges) register(b *exitbus.Bus) error {
 	for _, r := range []exitbus.Range{{
 		Space: exitbus.MMIO, Base: vlapic.DefaultBase, Len: 0x1000, Name: "xAPIC page",
-		At:      l.pageAt,
+		At: l.pageAt, LoopServed: true,
 		Cause:   exitbus.ByAccess(xapicCause),
 		Handler: exitbus.HandlerFunc(l.page),
 	}, {

@@ -55,7 +55,7 @@ func (v *VCPU) Notify() {
 	case StateGuest:
 		if v.kickPending.CompareAndSwap(false, true) {
 			v.kicksSent.Add(1)
-			v.kvm.SetImmediateExit(true)
+			v.hwSetImmediateExit(true)
 			if tid := v.tid.Load(); tid != 0 {
 				v.kick(int(tid))
 			}

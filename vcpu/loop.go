@@ -149,9 +149,9 @@ func (v *VCPU) enterGuestState() {
 // in the kernel, and Go's preemption signal may end it: sigmask.go).
 func (v *VCPU) run() error {
 	if v.rawRun {
-		return v.kvm.RunRaw()
+		return v.hwRunRaw()
 	}
-	return v.kvm.Run()
+	return v.hwRun()
 }
 
 // endedWithoutExit says whether KVM_RUN's error is no exit of the guest's:
@@ -224,7 +224,7 @@ func (v *VCPU) afterRun(err error) {
 	}
 	v.sregsFresh = false
 	v.kickPending.Store(false)
-	v.kvm.SetImmediateExit(false)
+	v.hwSetImmediateExit(false)
 }
 
 // sregs returns this exit's segment and control registers, read from KVM

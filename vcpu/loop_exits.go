@@ -94,7 +94,7 @@ func (v *VCPU) handleBusExit(reason uint32) error {
 		// and MSRs KVM does not know (busMSR). vlapic.ErrGP is the
 		// guest's #GP; any other error is govmm's own failure, not the
 		// guest's: the VM stops.
-		m, write := v.kvm.MSR(), reason == kvm.ExitX86WRMSR
+		m, write := v.hwMSR(), reason == kvm.ExitX86WRMSR
 		var err error
 		if v.lapic != nil && m.Index-vlapic.MSRX2APICFirst <= vlapic.MSRX2APICLast-vlapic.MSRX2APICFirst {
 			err = v.x2apic(m, write)
@@ -171,7 +171,7 @@ var hostIsAMD = func() bool {
 // element by element; unclaimed ports read as all ones and ignore writes,
 // as on a PC.
 func (v *VCPU) handleIO() error {
-	e, data := v.kvm.IO()
+	e, data := v.hwIO()
 	write := e.Direction != kvm.IOIn
 	r, base := v.bus.Lookup(v.id, exitbus.PIO, uint64(e.Port))
 	if r == nil {
@@ -198,16 +198,21 @@ func (v *VCPU) handleIO() error {
 // the range is one of this vCPU's own (per-vCPU or movable: its xAPIC
 // page), whose state no Notify announces (quietEntry).
 func (v *VCPU) handleMMIO() (own bool, err error) {
-	m := v.kvm.MMIO()
+	m := v.hwMMIO()
 	data := m.Data[:min(int(m.Len), len(m.Data))]
 	write := m.IsWrite != 0
+	var r *exitbus.Range
+	var base uint64
 	if v.lapic != nil {
 		if base, ok := v.lapic.PageBase(); ok && m.PhysAddr-base < xapicPageSize {
 			v.xapicPage(m.PhysAddr-base, data, write)
 			return true, nil
 		}
+		// The bus's LAPIC page range is this LAPIC's (routing): missed.
+		r, base = v.bus.LookupOthers(v.id, exitbus.MMIO, m.PhysAddr)
+	} else {
+		r, base = v.bus.Lookup(v.id, exitbus.MMIO, m.PhysAddr)
 	}
-	r, base := v.bus.Lookup(v.id, exitbus.MMIO, m.PhysAddr)
 	if r == nil {
 		v.exits.Count(exitcause.MMIOOther)
 		if !write {

@@ -86,7 +86,7 @@ func (v *VCPU) prepareEntry() error {
 	if p.NeedsWindow(allowed) {
 		v.windowFor = int(p.Vector)
 	}
-	v.kvm.SetRequestInterruptWindow(v.windowFor >= 0)
+	v.hwSetRequestInterruptWindow(v.windowFor >= 0)
 	if run.DirtyRegs&kvm.SyncRegsSregs != 0 {
 		// KVM_RUN will load the sregs a handler edited, and loading them
 		// queues the lowest vector of interrupt_bitmap for injection
@@ -109,7 +109,7 @@ func (v *VCPU) injectFixed(run *kvm.Run) (int, error) {
 	}
 	// The vector is in service now: failing to inject it would lose it,
 	// so that is fatal, never silent.
-	if err := v.kvm.Interrupt(ack.Vector); err != nil {
+	if err := v.hwInterrupt(ack.Vector); err != nil {
 		return -1, fmt.Errorf("injecting vector %#x: %w", ack.Vector, err)
 	}
 	v.obs.Injected(v.id, ack.Vector)

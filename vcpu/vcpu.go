@@ -118,6 +118,10 @@ type Config struct {
 type VCPU struct {
 	id  int
 	kvm Hardware
+	// direct is kvm when it is KVM's own vCPU (nil with a fake): the
+	// loop's calls at every exit go to it without the interface
+	// (loop_hardware.go).
+	direct *kvm.VCPU
 	// run is kvm's RunData, the kvm_run page, mapped once for the vCPU's
 	// life: the loop's hot paths read it without an interface call.
 	runData *kvm.Run
@@ -244,6 +248,7 @@ func New(id int, c Config) *VCPU {
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume, restored: c.Restored}
 	v.runData = c.KVM.RunData()
+	v.direct, _ = c.KVM.(*kvm.VCPU)
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil
