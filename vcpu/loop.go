@@ -231,7 +231,7 @@ func (v *VCPU) afterRun(err error) {
 // (KVM_GET_SREGS) into run.Sync.Sregs on first use. A handler that edits
 // them marks kvm.SyncRegsSregs dirty, and the next KVM_RUN loads them.
 func (v *VCPU) sregs() (*kvm.Sregs, error) {
-	run := v.kvm.RunData()
+	run := v.runData
 	if !v.sregsFresh {
 		s, err := v.kvm.Sregs()
 		if err != nil {

@@ -35,7 +35,7 @@ func (v *VCPU) waitWake(ifFlag bool, start int64) (vlapic.Pending, bool) {
 	for {
 		// A dump request wakes the vCPU too (RequestDump): served here,
 		// with the registers of its last exit, this HLT's.
-		v.maybeDump(v.kvm.RunData())
+		v.maybeDump(v.runData)
 		if v.maybePark(LoopHalted, ifFlag) != nil {
 			return vlapic.Pending{}, false
 		}

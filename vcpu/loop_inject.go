@@ -176,7 +176,7 @@ func (v *VCPU) takeBackPVEOIOffer(p vlapic.Pending) {
 // what the architecture can deliver (process_nmi). An NMI KVM refuses is
 // an error, never dropped.
 func (v *VCPU) injectNMIs() error {
-	rip := v.kvm.RunData().Sync.Regs.RIP
+	rip := v.runData.Sync.Regs.RIP
 	for ; v.events.NMIs > 0; v.events.NMIs-- {
 		if err := v.kvm.NMI(); err != nil {
 			return fmt.Errorf("injecting an NMI: %w", err)
@@ -197,7 +197,7 @@ func (v *VCPU) injectSMI() error {
 		return nil
 	}
 	v.events.SMI = false
-	rip := v.kvm.RunData().Sync.Regs.RIP
+	rip := v.runData.Sync.Regs.RIP
 	if !v.smm {
 		v.counts.SMI(false)
 		v.log.add(evSMI, 0, rip)
