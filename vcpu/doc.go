@@ -18,14 +18,16 @@
 // (Config.Counters: accounting.VCPU in govmm, NopCounters without).
 //
 // The loop asks the KVM vCPU for nothing but Hardware (a *kvm.VCPU in
-// govmm), so its unit tests (loop_test.go) run it on a scripted fake
+// govmm, whose calls at every exit it makes on it directly:
+// loop_direct.go), so its unit tests (loop_test.go) run it on a scripted fake
 // (fake_test.go) with real LAPICs, accounting and exit bus, no /dev/kvm.
 //
-// Files: the loop (loop.go, loop_exits.go, loop_inject.go, kick.go,
-// loop_halt.go, loop_wake.go, loop_timer.go, loop_yield.go, initsipi.go,
-// entry.go) and diagnostics (dump.go, eventlog.go). The loop's files are
-// named to sort together: Go lays out a package's code in the order of
-// its files, so the functions an exit runs sit on few pages (loop.go).
+// Files: the loop (loop.go, loop_cede.go, loop_direct.go, loop_exits.go,
+// loop_inject.go, kick.go, loop_halt.go, loop_wake.go, loop_timer.go,
+// initsipi.go, entry.go) and diagnostics (dump.go, eventlog.go). The
+// loop's files are named to sort together: Go lays out a package's code
+// in the order of its files, so the functions an exit runs sit on few
+// pages (loop.go).
 // The instructions the host's emulator gives up on are package complete's:
 // the loop enters it through one call (recover, in loop_exits.go) and counts
 // the exit by the cause it returns.

@@ -25,7 +25,7 @@ import (
 // What blocking outside KVM_RUN costs: a SIGURG stays pending, so Go
 // cannot preempt the loop asynchronously; it preempts it at the loop's
 // next function call instead (every exit makes several), and the loop
-// yields every VCPUYieldEvery anyway (loop_yield.go). Go's CPU profiler's
+// yields every VCPUYieldEvery anyway (loop_cede.go). Go's CPU profiler's
 // SIGPROF is taken by other threads: vCPU threads are missing from a
 // pprof profile (perf sees them). The faults stay unblocked: the kernel
 // kills a process whose thread faults with its fault's signal blocked

@@ -84,7 +84,7 @@ type Config struct {
 	// before it sleeps (package haltpoll); the zero Policy never polls.
 	HaltPoll haltpoll.Policy
 	// YieldEvery is how many host TSC cycles the loop may run without
-	// blocking before it yields to Go's scheduler (loop_yield.go); 0 never
+	// blocking before it yields to Go's scheduler (loop_cede.go); 0 never
 	// yields.
 	YieldEvery uint64
 	// RawRun enters the guest without Go's entersyscall
@@ -118,10 +118,13 @@ type Config struct {
 type VCPU struct {
 	id  int
 	kvm Hardware
-	// direct is kvm when it is KVM's own vCPU (nil with a fake): the
-	// loop's calls at every exit go to it without the interface
-	// (loop_hardware.go).
-	direct *kvm.VCPU
+	// direct is a copy of kvm when that is KVM's own vCPU (isDirect; a
+	// test's fake is not): the loop's calls at every exit go to it
+	// without the interface (loop_direct.go). A copy, not the pointer:
+	// a kvm.VCPU is its fd and kvm_run mapping, which never change, and
+	// read from here they cost an exit no page of the kvm.VCPU's own.
+	direct   kvm.VCPU
+	isDirect bool
 	// run is kvm's RunData, the kvm_run page, mapped once for the vCPU's
 	// life: the loop's hot paths read it without an interface call.
 	runData *kvm.Run
@@ -248,7 +251,9 @@ func New(id int, c Config) *VCPU {
 	v := &VCPU{id: id, kvm: c.KVM, lapic: c.LAPIC, counts: c.Counters, bus: c.Bus, pveoi: c.PVEOI, clock: c.Clock, mem: c.Mem,
 		done: c.Done, boot: c.Boot, syms: c.Symbols, pid: os.Getpid(), poll: haltpoll.New(c.HaltPoll), smm: c.SMM, xsaveSize: c.XSAVESize, resume: c.Resume, restored: c.Restored}
 	v.runData = c.KVM.RunData()
-	v.direct, _ = c.KVM.(*kvm.VCPU)
+	if k, ok := c.KVM.(*kvm.VCPU); ok {
+		v.direct, v.isDirect = *k, true
+	}
 	if c.InKernel {
 		v.inKernel, v.ioapicEOI = c.KVM.(InKernel), c.IOAPICEOI
 		v.lapic = nil

@@ -1,6 +1,10 @@
-// This file holds the vCPU goroutine's yield to Go's scheduler: what keeps
-// the runtime from taking the vCPU thread's P at every KVM_RUN once the
-// loop has run for 10 ms without blocking.
+// This file holds the vCPU goroutine's yield to Go's scheduler (it cedes
+// its P): what keeps the runtime from taking the vCPU thread's P at every
+// KVM_RUN once the loop has run for 10 ms without blocking. Every exit
+// tests its clock, so the file is named to sort right after loop.go, and
+// Go, which lays out a package's functions in the order of its files,
+// puts that code beside the loop's, not on a page of its own after the
+// rest (loop.go says why pages count); loop_direct.go likewise.
 
 package vcpu
 
