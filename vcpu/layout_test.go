@@ -30,7 +30,8 @@ func TestLoopCodeLayout(t *testing.T) {
 		"prepareEntry": (*VCPU).prepareEntry, "enter": (*VCPU).enter, "injectFixed": (*VCPU).injectFixed,
 		"countKick": (*VCPU).countKick, "Notify": (*VCPU).Notify, "halt": (*VCPU).halt,
 		"waitWake": (*VCPU).waitWake, "pollWake": (*VCPU).pollWake, "syncTimerTo": (*VCPU).syncTimerTo,
-		"yieldIfTime": (*VCPU).yieldIfTime,
+		"yieldIfTime": (*VCPU).yieldIfTime, "tsc": (*VCPU).tsc, "hwRunRaw": (*VCPU).hwRunRaw,
+		"hwIO": (*VCPU).hwIO, "hwSetImmediateExit": (*VCPU).hwSetImmediateExit, "hwInterrupt": (*VCPU).hwInterrupt,
 	}
 	for name, f := range hot {
 		fn := runtime.FuncForPC(reflect.ValueOf(f).Pointer())
