@@ -42,9 +42,16 @@ var _ vlapic.Observer = (*Observer)(nil)
 // (ExitFor) and taken by the acknowledgement; service, and every take from
 // pending, happen only in the events its LAPIC reports under its lock
 // (Acknowledged, Unacknowledged, Ended, Refused, Reset).
-type traces struct {
-	pending [256]atomic.Uint64 // Trace of the vector's oldest unacknowledged delivery
-	service [256]vlapic.Trace  // Trace of each vector in service
+//
+// A vector's two are side by side (slot), not in two arrays 2 KiB apart:
+// an acknowledgement takes both, and apart they were on two pages as
+// often as not, one page more at that step in the nested AMD-V host
+// (docs/exit-cost.md).
+type traces [256]slot
+
+type slot struct {
+	pending atomic.Uint64 // Trace of the vector's oldest unacknowledged delivery
+	service vlapic.Trace  // Trace of the vector in service
 }
 
 // NewObserver returns the observer that counts into vm, reading clock at
@@ -106,18 +113,18 @@ func (o *Observer) latency(s LatencyStage, t vlapic.Trace) {
 // Accepted keeps the trace of a vector just accepted and observes its
 // first stage.
 func (o *Observer) Accepted(cpu int, v uint8, t vlapic.Trace) {
-	o.cpus[cpu].pending[v].CompareAndSwap(0, uint64(t))
+	o.cpus[cpu][v].pending.CompareAndSwap(0, uint64(t))
 	o.latency(LatencyAccepted, t)
 }
 
 // Refused drops the pending trace of a vector posted and then refused.
-func (o *Observer) Refused(cpu int, v uint8) { o.cpus[cpu].pending[v].Store(0) }
+func (o *Observer) Refused(cpu int, v uint8) { o.cpus[cpu][v].pending.Store(0) }
 
 // Acknowledged moves v's trace into service.
 func (o *Observer) Acknowledged(cpu int, v uint8) {
 	c := &o.cpus[cpu]
-	t := vlapic.Trace(c.pending[v].Swap(0))
-	c.service[v] = t
+	t := vlapic.Trace(c[v].pending.Swap(0))
+	c[v].service = t
 	if t != 0 {
 		o.latency(LatencyInjected, t)
 	}
@@ -127,9 +134,9 @@ func (o *Observer) Acknowledged(cpu int, v uint8) {
 // latency then still runs from the send.
 func (o *Observer) Unacknowledged(cpu int, v uint8) {
 	c := &o.cpus[cpu]
-	if t := c.service[v]; t != 0 {
-		c.service[v] = 0
-		c.pending[v].CompareAndSwap(0, uint64(t))
+	if t := c[v].service; t != 0 {
+		c[v].service = 0
+		c[v].pending.CompareAndSwap(0, uint64(t))
 	}
 }
 
@@ -137,11 +144,11 @@ func (o *Observer) Unacknowledged(cpu int, v uint8) {
 // exit the interrupt cost cpu, charged to its kind.
 func (o *Observer) Ended(cpu int, v uint8, byWrite bool) {
 	c := &o.cpus[cpu]
-	t := c.service[v]
+	t := c[v].service
 	if t == 0 {
 		return
 	}
-	c.service[v] = 0
+	c[v].service = 0
 	o.latency(LatencyEnded, t)
 	if byWrite {
 		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), ChargeEOI)
@@ -151,10 +158,10 @@ func (o *Observer) Ended(cpu int, v uint8, byWrite bool) {
 // Reset forgets every trace of cpu: INIT emptied its IRR and ISR.
 func (o *Observer) Reset(cpu int) {
 	c := &o.cpus[cpu]
-	for v := range c.pending {
-		c.pending[v].Store(0)
+	for v := range c {
+		c[v].pending.Store(0)
+		c[v].service = 0
 	}
-	c.service = [256]vlapic.Trace{}
 }
 
 // Injected counts v injected into cpu.
@@ -182,7 +189,7 @@ func chargeOf(why vlapic.ExitReason) ChargeReason {
 // requested v; a vector nothing traced (a timer's, the IOAPIC's) charges
 // nothing.
 func (o *Observer) ExitFor(cpu int, v uint8, why vlapic.ExitReason) {
-	if t := vlapic.Trace(o.cpus[cpu].pending[v].Load()); t != 0 {
+	if t := vlapic.Trace(o.cpus[cpu][v].pending.Load()); t != 0 {
 		o.vm.CPUs[cpu].Charge(uint8(traceKind(t)), chargeOf(why))
 	}
 }
