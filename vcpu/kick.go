@@ -106,9 +106,8 @@ func (v *VCPU) tgkill(tid int) error {
 	if v.testTgkill != nil {
 		return v.testTgkill(v.pid, tid, kickSignal)
 	}
-	_, _, e := unix.RawSyscall(unix.SYS_TGKILL, uintptr(v.pid), uintptr(tid), uintptr(kickSignal))
-	if e != 0 {
-		return e
+	if e := tgkillRaw(uintptr(v.pid), uintptr(tid), uintptr(kickSignal)); e != 0 {
+		return unix.Errno(e)
 	}
 	return nil
 }
