@@ -112,6 +112,11 @@ func (v *VCPU) tgkill(tid int) error {
 	return nil
 }
 
+// wakeUp wakes the halted vCPU. Kept a call, not inlined: the page tools
+// (scripts/rtt-pages.sh, rtt-pages-dump.py) tell a sender's step that
+// woke its target by this function's entry.
+//
+//go:noinline
 func (v *VCPU) wakeUp() { v.wake.wake() }
 
 // countKick counts the kicked exit whose KVM_RUN just ended, if any, from
