@@ -251,3 +251,45 @@ func TestPMTimerCounts(t *testing.T) {
 		t.Errorf("after 1 h: %d, want %d (wrapped)", got, want)
 	}
 }
+
+// TestFwCfgSaveRestore: a snapshot taken between a guest's select and its
+// reads goes on with the same item at the same byte in a new fw_cfg;
+// nothing selected stays nothing selected; a position past the item is
+// refused.
+func TestFwCfgSaveRestore(t *testing.T) {
+	f := NewFwCfg(3, 64<<20)
+	f.Out(0, 0x510, []byte{FwCfgNBCPUs, 0})
+	b := []byte{0}
+	f.In(0, 0x511, b)
+	if b[0] != 3 {
+		t.Fatalf("first byte of the CPU count %d, want 3", b[0])
+	}
+	g := NewFwCfg(3, 64<<20)
+	if err := g.Restore(f.Save()); err != nil {
+		t.Fatal(err)
+	}
+	g.In(0, 0x511, b)
+	if b[0] != 0 {
+		t.Errorf("second byte of the CPU count after restore %d, want 0", b[0])
+	}
+	h := NewFwCfg(3, 64<<20)
+	if err := h.Restore(g.Save()); err != nil {
+		t.Fatal(err)
+	}
+	h.In(0, 0x511, b) // past the item: zero
+	if s := h.Save(); !s.Selected || s.Key != FwCfgNBCPUs || s.Pos != 2 {
+		t.Errorf("saved %+v, want the CPU count selected, read to its end", s)
+	}
+	fresh := NewFwCfg(5, 64<<20)
+	fresh.Out(0, 0x510, []byte{FwCfgNBCPUs, 0})
+	if err := fresh.Restore(NewFwCfg(5, 64<<20).Save()); err != nil {
+		t.Fatal(err)
+	}
+	fresh.In(0, 0x511, b)
+	if b[0] != 0 {
+		t.Errorf("nothing selected in the snapshot, read %d, want 0", b[0])
+	}
+	if err := fresh.Restore(FwCfgSaved{Selected: true, Key: FwCfgNBCPUs, Pos: 3}); err == nil {
+		t.Error("a read position past the item accepted")
+	}
+}

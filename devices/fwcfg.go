@@ -17,8 +17,11 @@ type FwCfg struct {
 	mu    sync.Mutex
 	items map[uint16][]byte
 	files []fwCfgFile
+	key   uint16 // the key last selected (with selected): for Save
 	sel   []byte
 	pos   int
+	// selected: a key has been written; before, reads return zeros.
+	selected bool
 }
 
 type fwCfgFile struct {
@@ -110,5 +113,6 @@ func (f *FwCfg) Out(cpu int, port uint16, data []byte) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.sel, f.pos = f.items[uint16(le(data[:2]))], 0
+	f.key, f.selected = uint16(le(data[:2])), true
+	f.sel, f.pos = f.items[f.key], 0
 }

@@ -31,8 +31,8 @@ import (
 // FormatVersion is the snapshot format this govmm writes and reads. A
 // change to any component's saved form is a new version. 2: KVM's LAPIC
 // and PV EOI in the vCPUs' state; a memory file's hash covers its
-// non-zero pages only (sparseHash).
-const FormatVersion = 2
+// non-zero pages only (sparseHash). 3: fw_cfg's selection (fwcfg.json).
+const FormatVersion = 3
 
 // ManifestName is the manifest's file name in a snapshot directory.
 const ManifestName = "manifest.json"

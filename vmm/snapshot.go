@@ -68,6 +68,7 @@ type snapConfig struct {
 const (
 	snapIOAPIC   = "ioapic.json"
 	snapSerial   = "serial.json"
+	snapFwCfg    = "fwcfg.json"
 	snapClock    = "clock.json"
 	snapDoorbell = "doorbell.json"
 	snapIOMMU    = "iommu.json"
@@ -96,7 +97,7 @@ type SnapshotInfo struct {
 // SnapshotFiles are the files a snapshot of this VM has (the manifest
 // aside): what snapshot.Prepare opens ahead for a sandboxed govmm.
 func (vm *VM) SnapshotFiles() []string {
-	names := []string{snapIOAPIC, snapSerial, snapClock, snapDoorbell}
+	names := []string{snapIOAPIC, snapSerial, snapFwCfg, snapClock, snapDoorbell}
 	if vm.plat.RemappingUnit() != nil {
 		names = append(names, snapIOMMU)
 	}
@@ -180,6 +181,9 @@ func (vm *VM) writeSnapshot(w *snapshot.Writer, p *Paused) error {
 		return err
 	}
 	if err := w.WriteJSON(snapSerial, vm.serial.Save()); err != nil {
+		return err
+	}
+	if err := w.WriteJSON(snapFwCfg, vm.fwcfg.Save()); err != nil {
 		return err
 	}
 	if u := vm.plat.RemappingUnit(); u != nil {
@@ -291,6 +295,13 @@ func (vm *VM) loadSnapshot(rs *restoring) error {
 		return err
 	}
 	if err := vm.serial.Restore(ser); err != nil {
+		return err
+	}
+	var fw devices.FwCfgSaved
+	if err := rs.r.ReadJSON(snapFwCfg, &fw); err != nil {
+		return err
+	}
+	if err := vm.fwcfg.Restore(fw); err != nil {
 		return err
 	}
 	var entries []uint64
