@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,7 +90,7 @@ func TestRefused(t *testing.T) {
 		want string
 	}{
 		{"version", func(dir string) { editManifest(t, dir, func(m *Manifest) { m.Format = 99; m.Govmm = "v9" }) },
-			"is format version 99 (written by govmm v9); this govmm reads version 2"},
+			"is format version 99 (written by govmm v9); this govmm reads version " + strconv.Itoa(FormatVersion)},
 		{"truncated", func(dir string) { os.Truncate(filepath.Join(dir, "memory"), 4096) }, "memory is 4096 bytes, the manifest says 1048576"},
 		{"extended", func(dir string) { os.Truncate(filepath.Join(dir, "memory"), 2<<20) }, "truncated or extended"},
 		{"damaged", func(dir string) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,7 +81,7 @@ func TestRestoreRefuses(t *testing.T) {
 	b7, _ := json.Marshal(m)
 	os.WriteFile(man, b7, 0o600)
 	_, err = vmm.Restore(dir, vmm.RestoreOptions{KVMPath: "/nonexistent/kvm"})
-	if err == nil || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "reads version 2") || strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), "format version 7") || !strings.Contains(err.Error(), "reads version "+strconv.Itoa(snapshot.FormatVersion)) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("restore of format 7: %v", err)
 	}
 	os.WriteFile(man, b, 0o600)
