@@ -60,7 +60,7 @@ void test_main(void)
 	smp_boot(ap_main);
 	if (!WAIT(ap_ready, 5))
 		die("ap", "the AP did not start");
-	u32 self_bad = 0, ap_bad = 0;
+	u32 self_bad = 0, ap_bad = 0, early = 0;
 	for (u32 r = 1; r <= rounds; r++) {
 		u32 before = smi_count;
 		apic_icr(cpu_apicid[0], ICR_SMI);       /* to itself: taken before the next instruction */
@@ -69,10 +69,26 @@ void test_main(void)
 		before = smi_count;
 		u32 wakes = ap_wakes;
 		apic_icr(cpu_apicid[1], ICR_SMI);       /* to the AP in HLT with IF=0 */
-		if (!WAIT(smi_count != before && ap_wakes != wakes, 5) || smi_count != before + 1)
+		if (!WAIT(smi_count != before, 5) || smi_count != before + 1) {
 			ap_bad++;
+			continue;
+		}
+		/* Taken, and no wake-up: the SMI came while the AP was between
+		 * its last wake-up and its next HLT (nothing here waits for it
+		 * to halt again), so it ran the SMI and then halted, as a CPU
+		 * does. Counted, and sent again to the AP now in HLT, which
+		 * that one must end. (Both LAPICs, KVM's and govmm's, met this
+		 * race in the nested hosts: docs/hosts.md.) */
+		if (!WAIT(ap_wakes != wakes, 1)) {
+			early++;
+			before = smi_count;
+			apic_icr(cpu_apicid[1], ICR_SMI);
+			if (!WAIT(smi_count != before && ap_wakes != wakes, 5) || smi_count != before + 1)
+				ap_bad++;
+		}
 	}
-	printf("# smi rounds=%u taken=%u self_bad=%u ap_bad=%u ap_wakes=%u\n", rounds, smi_count, self_bad, ap_bad, ap_wakes);
+	printf("# smi rounds=%u taken=%u self_bad=%u ap_bad=%u ap_wakes=%u early=%u\n", rounds, smi_count, self_bad, ap_bad,
+	       ap_wakes, early);
 	check(self_bad == 0, "an SMI to itself enters SMM once and comes back",
 	      "%u of %u rounds wrong", self_bad, rounds);
 	check(ap_bad == 0 && ap_wakes == rounds, "an SMI to a CPU in HLT (IF=0) enters SMM once and ends the HLT",
