@@ -246,8 +246,8 @@ type Bus struct {
 	fixed   [numSpaces][]Range
 	movable [numSpaces][]*Range // consulted first
 	// others is movable without the LoopServed ranges (LookupOthers):
-	// their At (the LAPICs' bases) would cost an MMIO exit four pages to
-	// find what the loop already knows.
+	// their At (the LAPICs' bases) would cost an MMIO exit pages of its own
+	// to find what the loop already knows.
 	others [numSpaces][]*Range
 }
 

@@ -295,10 +295,7 @@ func (c *VCPU) Run() error {
 // the guest's next exit, which a guest looping with interrupts off never
 // makes.
 func (c *VCPU) RunRaw() error {
-	if e := rawIoctl(uintptr(c.fd), kvmRun, nil); e != 0 {
-		return unix.Errno(e)
-	}
-	return nil
+	return errnoErr(unix.Errno(rawIoctl(uintptr(c.fd), kvmRun, nil)))
 }
 
 // signalMaskHead is struct kvm_signal_mask with its flexible sigset right
